@@ -1,0 +1,34 @@
+# Every target creates .venv when it is missing, so `make demo` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench proto lint venv clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[spark,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m rocket_rebalance demo
+
+test: $(STAMP)
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks
+	$(PY) -m mypy
+
+bench: $(STAMP)
+	$(PY) benchmarks/allocation.py
+
+proto: $(STAMP)
+	$(PY) -m nameserver_stub._gen_proto
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

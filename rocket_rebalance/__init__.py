@@ -1,0 +1,1 @@
+"""rocket-rebalance."""

@@ -1,0 +1,319 @@
+"""The shared vocabulary: message queues, client IDs, and the Java sort order.
+
+Every consumer in a RocketMQ group computes its share alone, so all of them must sort the same inputs the same
+way. Java compares strings by UTF-16 code unit; Python compares by code point. The two orders differ when one
+string holds a character at or above U+E000 and the other a character beyond U+FFFF at the same position (Java
+puts the supplementary character first, because its surrogate unit D800-DFFF is smaller than E000). Comparing the
+UTF-16-BE encodings as bytes gives exactly Java's order, so that is the sort key used everywhere here.
+
+This module is pure: no I/O, no clocks, no threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
+from typing import Any, NamedTuple
+
+__all__ = [
+    "JAVA_INT_MAX",
+    "ClientIdList",
+    "DuplicateClientIdWarning",
+    "MessageQueue",
+    "QueueList",
+    "RebalanceInput",
+    "GROUP_MAX_LENGTH",
+    "TOPIC_MAX_LENGTH",
+    "build_client_id",
+    "check_group_name",
+    "check_topic_name",
+    "retry_topic",
+    "check_client_id_list",
+    "check_queue_list",
+    "java_md5_hash",
+    "java_string_key",
+    "prepare_rebalance_input",
+    "queues_of",
+    "sort_client_ids",
+    "sort_queues",
+]
+
+JAVA_INT_MAX = 2**31 - 1
+
+
+def java_string_key(value: str) -> bytes:
+    """Sort key that orders strings exactly as Java's ``String.compareTo`` does (UTF-16 code units).
+
+    ``surrogatepass`` keeps a lone surrogate (possible in Java strings) sortable instead of failing.
+    """
+    return value.encode("utf-16-be", "surrogatepass")
+
+
+def java_md5_hash(key: str) -> int:
+    """RocketMQ's default consistent-hash function: the first 4 bytes of MD5(UTF-8 key), big-endian, unsigned."""
+    return int.from_bytes(hashlib.md5(key.encode("utf-8", "surrogatepass")).digest()[:4], "big")
+
+
+class MessageQueue:
+    """One queue of a topic on one broker, immutable and hashable, ordered like Java's ``MessageQueue``.
+
+    Order is topic, then broker name (both in Java string order), then queue ID. Java compares queue IDs by
+    int subtraction, which is only a correct order for non-negative IDs, so negative IDs are refused here: they
+    cannot be sorted the way a Java consumer would sort them.
+    """
+
+    __slots__ = ("topic", "broker_name", "queue_id", "_key", "_hash", "_text", "_md5")
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    _key: tuple[bytes, bytes, int]
+    _hash: int
+    _text: str
+    _md5: int
+
+    def __init__(self, topic: str, broker_name: str, queue_id: int) -> None:
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+        if not isinstance(broker_name, str):
+            raise TypeError(f"broker_name must be a str, got {type(broker_name).__name__}")
+        if not isinstance(queue_id, int) or isinstance(queue_id, bool):
+            raise TypeError(f"queue_id must be an int, got {type(queue_id).__name__}")
+        if not 0 <= queue_id <= JAVA_INT_MAX:
+            raise ValueError(f"queue_id must be between 0 and {JAVA_INT_MAX}, got {queue_id}")
+        set_ = object.__setattr__
+        set_(self, "topic", topic)
+        set_(self, "broker_name", broker_name)
+        set_(self, "queue_id", queue_id)
+        set_(self, "_key", (java_string_key(topic), java_string_key(broker_name), queue_id))
+        set_(self, "_hash", hash((topic, broker_name, queue_id)))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("MessageQueue is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("MessageQueue is immutable")
+
+    @property
+    def sort_key(self) -> tuple[bytes, bytes, int]:
+        """The Java ``compareTo`` order as a tuple; use with ``sorted(..., key=...)`` for speed."""
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return (
+            self.queue_id == other.queue_id
+            and self.broker_name == other.broker_name
+            and self.topic == other.topic
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __lt__(self, other: MessageQueue) -> bool:
+        return self._key < other._key
+
+    def __le__(self, other: MessageQueue) -> bool:
+        return self._key <= other._key
+
+    def __gt__(self, other: MessageQueue) -> bool:
+        return self._key > other._key
+
+    def __ge__(self, other: MessageQueue) -> bool:
+        return self._key >= other._key
+
+    def __str__(self) -> str:
+        """Java's ``MessageQueue.toString()``, which is also the consistent-hash key of the queue."""
+        try:
+            return self._text
+        except AttributeError:  # built on first use: most queues are never printed or hashed
+            text = f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+            object.__setattr__(self, "_text", text)
+            return text
+
+    @property
+    def md5_hash(self) -> int:
+        """The queue's point on RocketMQ's default consistent-hash ring, computed once per queue object."""
+        try:
+            return self._md5
+        except AttributeError:
+            value = java_md5_hash(str(self))
+            object.__setattr__(self, "_md5", value)
+            return value
+
+    def __repr__(self) -> str:
+        return f"MessageQueue({self.topic!r}, {self.broker_name!r}, {self.queue_id!r})"
+
+    def __reduce__(self) -> tuple[type[MessageQueue], tuple[str, str, int]]:
+        return (MessageQueue, (self.topic, self.broker_name, self.queue_id))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The queue in RocketMQ's JSON field names (``topic``, ``brokerName``, ``queueId``)."""
+        return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MessageQueue:
+        """Build a queue from RocketMQ's JSON field names; a missing field is a ``ValueError`` naming it."""
+        try:
+            return cls(data["topic"], data["brokerName"], data["queueId"])
+        except KeyError as missing:
+            raise ValueError(f"message queue is missing field {missing.args[0]!r}: {dict(data)!r}") from None
+
+
+_queue_key = attrgetter("_key")
+
+
+def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
+    """Queues sorted as Java's ``Collections.sort`` sorts them (duplicates kept)."""
+    return sorted(queues, key=_queue_key)
+
+
+def sort_client_ids(client_ids: Iterable[str]) -> list[str]:
+    """Client IDs sorted as Java's ``Collections.sort`` sorts them (duplicates kept)."""
+    return sorted(client_ids, key=java_string_key)
+
+
+def check_queue_list(argument: str, queues: Iterable[object]) -> None:
+    """Raise ``TypeError`` naming ``argument`` when an item is not a ``MessageQueue``; nothing is coerced."""
+    if isinstance(queues, QueueList):
+        return
+    for position, item in enumerate(queues):
+        if not isinstance(item, MessageQueue):
+            raise TypeError(f"{argument}[{position}] must be a MessageQueue, got {type(item).__name__}")
+
+
+def check_client_id_list(argument: str, client_ids: Iterable[object]) -> None:
+    """Raise ``TypeError`` naming ``argument`` when an item is not a ``str``; nothing is coerced."""
+    if isinstance(client_ids, ClientIdList):
+        return
+    for position, item in enumerate(client_ids):
+        if not isinstance(item, str):
+            raise TypeError(f"{argument}[{position}] must be a str, got {type(item).__name__}")
+
+
+class QueueList(tuple[MessageQueue, ...]):
+    """An immutable queue list whose items were type-checked when it was built.
+
+    Allocation checks every item of a plain list it is given (O(n)); a ``QueueList`` was checked once, when the
+    rebalance input was prepared, so the per-round hot path skips that scan.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, items: Iterable[MessageQueue] = ()) -> QueueList:
+        self = super().__new__(cls, items)
+        for position, item in enumerate(self):
+            if not isinstance(item, MessageQueue):
+                raise TypeError(f"mq_all[{position}] must be a MessageQueue, got {type(item).__name__}")
+        return self
+
+    @classmethod
+    def trusted(cls, items: Iterable[MessageQueue]) -> QueueList:
+        """Wrap items already checked by the caller (a re-ordering of a ``QueueList``) without a second scan."""
+        return tuple.__new__(cls, items)
+
+
+class ClientIdList(tuple[str, ...]):
+    """An immutable client-ID list whose items were type-checked when it was built (see :class:`QueueList`)."""
+
+    __slots__ = ()
+
+    def __new__(cls, items: Iterable[str] = ()) -> ClientIdList:
+        self = super().__new__(cls, items)
+        for position, item in enumerate(self):
+            if not isinstance(item, str):
+                raise TypeError(f"cid_all[{position}] must be a str, got {type(item).__name__}")
+        return self
+
+    @classmethod
+    def trusted(cls, items: Iterable[str]) -> ClientIdList:
+        """Wrap items already checked by the caller without a second scan (see :meth:`QueueList.trusted`)."""
+        return tuple.__new__(cls, items)
+
+
+class DuplicateClientIdWarning(UserWarning):
+    """Two consumers share one client ID: they take the same queues and leave others unconsumed."""
+
+
+class RebalanceInput(NamedTuple):
+    """What every allocation is given: queues and client IDs in the order a Java consumer sorts them."""
+
+    mq_all: QueueList
+    cid_all: ClientIdList
+    duplicate_client_ids: list[str]
+
+
+def prepare_rebalance_input(queues: Iterable[MessageQueue], client_ids: Iterable[str]) -> RebalanceInput:
+    """Prepare a rebalance round's inputs exactly as the Java client's ``RebalanceImpl`` does.
+
+    The topic's queues are a set (duplicates vanish) and are sorted; client IDs are sorted but *not*
+    deduplicated, because Java does not deduplicate them and a Python consumer must compute what its Java
+    neighbours compute. A duplicated ID is reported with a :class:`DuplicateClientIdWarning`, since two
+    consumers sharing one ID silently consume the same queues.
+    """
+    mq_sorted = QueueList.trusted(sort_queues(set(QueueList(queues))))
+    cid_list = ClientIdList(client_ids)
+    cid_sorted = ClientIdList.trusted(sort_client_ids(cid_list))
+    duplicates = sort_client_ids(cid for cid, count in Counter(cid_list).items() if count > 1)
+    if duplicates:
+        warnings.warn(
+            DuplicateClientIdWarning(
+                f"client IDs used by more than one consumer: {', '.join(duplicates)}; "
+                "consumers sharing an ID take the same queues and leave others unconsumed"
+            ),
+            stacklevel=2,
+        )
+    return RebalanceInput(mq_sorted, cid_sorted, duplicates)
+
+
+def build_client_id(ip: str, instance_name: str, unit_name: str | None = None) -> str:
+    """A client ID in the Java client's shape: ``ip@instanceName`` or ``ip@instanceName@unitName``.
+
+    The Java client replaces the default instance name with ``pid#nanotime`` so that each process is unique;
+    callers pass that in as ``instance_name`` (this module reads no clock).
+    """
+    if not ip or not instance_name:
+        raise ValueError("ip and instance_name must both be non-empty")
+    return f"{ip}@{instance_name}" + (f"@{unit_name}" if unit_name else "")
+
+
+def queues_of(items: Sequence[Mapping[str, Any]]) -> list[MessageQueue]:
+    """Queues from a list of RocketMQ-style JSON objects (``topic``, ``brokerName``, ``queueId``)."""
+    return [MessageQueue.from_dict(item) for item in items]
+
+
+_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 255
+
+
+def _check_name(kind: str, name: object, max_length: int) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} must be a str, got {type(name).__name__}")
+    if not name:
+        raise ValueError(f"{kind} is empty")
+    if len(name) > max_length:
+        raise ValueError(f"{kind} {name[:40]!r}... is {len(name)} characters long, at most {max_length} allowed")
+    if not _NAME_PATTERN.match(name):
+        raise ValueError(f"{kind} {name!r} has characters outside [%|a-zA-Z0-9_-]")
+    return name
+
+
+def check_topic_name(topic: object) -> str:
+    """Return ``topic`` when it follows RocketMQ's topic rules, else raise ``ValueError`` saying what is wrong."""
+    return _check_name("topic", topic, TOPIC_MAX_LENGTH)
+
+
+def check_group_name(group: object) -> str:
+    """Return ``group`` when it follows RocketMQ's consumer-group rules, else raise ``ValueError``."""
+    return _check_name("consumer group", group, GROUP_MAX_LENGTH)
+
+
+def retry_topic(group: str) -> str:
+    """The retry topic a clustering consumer of ``group`` subscribes to automatically: ``%RETRY%<group>``."""
+    return f"%RETRY%{group}"
