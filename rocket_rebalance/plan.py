@@ -1,0 +1,151 @@
+"""Whole-group plans and what they tell: owners, balance, movement, and split consumer views.
+
+A consumer computes only its own share; an operator wants everybody's. :func:`plan` gives every consumer's share
+in one pass (equal to calling ``allocate`` for each), and the functions below measure plans. The preview and
+simulate commands, the property-testing kit and the Spark pipeline all use these, so they agree by construction.
+Pure: no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from rocket_rebalance.model import MessageQueue, sort_queues
+from rocket_rebalance.strategies.base import AllocateMessageQueueStrategy, plan_group
+
+__all__ = [
+    "Balance",
+    "Movement",
+    "Plan",
+    "SplitView",
+    "balance",
+    "minimum_moves",
+    "movement",
+    "owners",
+    "plan",
+    "split_view",
+]
+
+Plan = dict[str, list[MessageQueue]]
+
+
+def plan(
+    strategy: AllocateMessageQueueStrategy,
+    consumer_group: str,
+    mq_all: Sequence[MessageQueue] | None,
+    cid_all: Sequence[str] | None,
+) -> Plan:
+    """Every distinct consumer's share, computed in one pass when the strategy can (all six built-ins can).
+
+    Give it the lists as the rebalance sorts them (:func:`rocket_rebalance.model.prepare_rebalance_input`) to
+    get what real consumers compute. Errors are the strategy's own (e.g. ``AllocationError`` on no queues).
+    """
+    return plan_group(strategy, consumer_group, mq_all, cid_all)
+
+
+def owners(shares: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQueue, list[str]]:
+    """Each queue that somebody holds, with every consumer holding it (more than one is a double owner)."""
+    held: dict[MessageQueue, list[str]] = {}
+    for cid, queues in shares.items():
+        for mq in queues:
+            held.setdefault(mq, []).append(cid)
+    return held
+
+
+class Balance(NamedTuple):
+    """Queues per consumer: the spread an operator looks at first."""
+
+    consumers: int
+    queues: int
+    min: int
+    max: int
+    mean: float
+    max_over_avg: float
+
+
+def balance(shares: Mapping[str, Sequence[MessageQueue]]) -> Balance:
+    """Load figures of a plan; ``max_over_avg`` is 1.0 for a perfect split (and for an empty plan)."""
+    loads = [len(queues) for queues in shares.values()]
+    if not loads:
+        return Balance(0, 0, 0, 0, 0.0, 1.0)
+    total = sum(loads)
+    mean = total / len(loads)
+    return Balance(len(loads), total, min(loads), max(loads), mean, max(loads) / mean if mean else 1.0)
+
+
+class Movement(NamedTuple):
+    """What a change of plan moves: queues whose owner changes, against the fewest a balanced split needs."""
+
+    moved: list[MessageQueue]
+    minimum: int
+    queues: int
+
+
+def _first_owner(shares: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQueue, str]:
+    first: dict[MessageQueue, str] = {}
+    for cid, queues in shares.items():
+        for mq in queues:
+            first.setdefault(mq, cid)
+    return first
+
+
+def minimum_moves(before: Mapping[str, Iterable[MessageQueue]], after: Mapping[str, Iterable[MessageQueue]]) -> int:
+    """The fewest queues any balanced split (sizes differ by at most one) over ``after``'s consumers can move.
+
+    Each consumer that stays may keep up to its target size of the queues it held; the ``n % c`` consumers with
+    the most surplus get the larger target. Everything else (a leaver's queues, new queues) must move.
+    """
+    held_before = _first_owner(before)
+    queues = _first_owner(after)
+    consumers = list(after)
+    if not consumers or not queues:
+        return 0
+    base, larger = divmod(len(queues), len(consumers))
+    kept = dict.fromkeys(consumers, 0)
+    for mq in queues:
+        owner = held_before.get(mq)
+        if owner in kept:
+            kept[owner] += 1
+    stay = sum(min(count, base) for count in kept.values())
+    stay += min(larger, sum(1 for count in kept.values() if count > base))
+    return len(queues) - stay
+
+
+def movement(before: Mapping[str, Iterable[MessageQueue]], after: Mapping[str, Iterable[MessageQueue]]) -> Movement:
+    """Queues of ``after`` whose (first) owner differs from ``before`` (Java sort order), and the minimum."""
+    held_before = _first_owner(before)
+    held_after = _first_owner(after)
+    moved = sort_queues(mq for mq, cid in held_after.items() if held_before.get(mq) != cid)
+    return Movement(moved, minimum_moves(before, after), len(held_after))
+
+
+class SplitView(NamedTuple):
+    """Live consumers that disagree on the member list: queues taken twice, and queues nobody takes."""
+
+    double_owned: list[MessageQueue]
+    unowned: list[MessageQueue]
+
+
+def split_view(
+    strategy: AllocateMessageQueueStrategy,
+    consumer_group: str,
+    mq_all: Sequence[MessageQueue],
+    views: Mapping[str, Sequence[str]],
+) -> SplitView:
+    """Each live consumer (a key of ``views``) allocates from its own view of the member list.
+
+    This is the window after a join or leave when some consumers were notified and others not yet. Each distinct
+    view is planned once; a consumer missing from its own view takes nothing (Java: not in cidAll).
+    """
+    plans: dict[tuple[str, ...], Plan] = {}
+    taken: dict[MessageQueue, int] = {}
+    for cid, view in views.items():
+        key = tuple(view)
+        if key not in plans:
+            plans[key] = plan(strategy, consumer_group, mq_all, key) if key else {}
+        for mq in plans[key].get(cid, ()):
+            taken[mq] = taken.get(mq, 0) + 1
+    double = sort_queues(mq for mq, count in taken.items() if count > 1)
+    unowned = sort_queues(mq for mq in set(mq_all) if mq not in taken)
+    return SplitView(double, unowned)

@@ -1,0 +1,50 @@
+"""AVG and AVG_BY_CIRCLE: the two strategies that only look at positions in the sorted lists."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.strategies.base import CheckedStrategy
+
+__all__ = ["AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle"]
+
+Positions = tuple[Sequence[MessageQueue], int]
+
+
+class AllocateMessageQueueAveragely(CheckedStrategy[Positions]):
+    """AVG, Java's default: each consumer takes one contiguous run of the sorted queues.
+
+    With n queues and c consumers the first ``n % c`` consumers take ``n // c + 1`` queues and the rest
+    ``n // c``; with ``n <= c`` consumer i takes queue i and the consumers past n take nothing.
+    """
+
+    name = "AVG"
+
+    def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Positions:
+        return (mq_all, len(cid_all))
+
+    def share(self, prepared: Positions, index: int) -> list[MessageQueue]:
+        mq_all, consumers = prepared
+        queues = len(mq_all)
+        mod = queues % consumers
+        if queues <= consumers:
+            size = 1
+        else:
+            size = queues // consumers + (1 if mod > 0 and index < mod else 0)
+        start = index * size if mod > 0 and index < mod else index * size + mod
+        # Java copies min(size, n - start) queues from start; past the end that count is <= 0 (nothing).
+        return list(mq_all[start : start + max(0, min(size, queues - start))])
+
+
+class AllocateMessageQueueAveragelyByCircle(CheckedStrategy[Positions]):
+    """AVG_BY_CIRCLE: consumer i takes the queues at positions i, i + c, i + 2c, ... (dealt like cards)."""
+
+    name = "AVG_BY_CIRCLE"
+
+    def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Positions:
+        return (mq_all, len(cid_all))
+
+    def share(self, prepared: Positions, index: int) -> list[MessageQueue]:
+        mq_all, consumers = prepared
+        return list(mq_all[index::consumers])

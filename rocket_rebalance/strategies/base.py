@@ -1,0 +1,167 @@
+"""What every allocation strategy shares: the protocol, the errors, and Java's one argument check.
+
+Java's strategies all inherit ``AbstractAllocateMessageQueueStrategy.check``; the Go client copies that check into
+each strategy. Here it lives once, in :class:`CheckedStrategy`, which runs it and then asks the subclass for one
+consumer's share. The same subclass hook serves the whole-group plan, so a strategy is written once and gets both
+``allocate`` (one consumer's view) and ``plan_all`` (every consumer's share in one pass).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+from rocket_rebalance.model import MessageQueue, check_client_id_list, check_queue_list
+
+__all__ = [
+    "AllocateMessageQueueStrategy",
+    "AllocationError",
+    "CheckedStrategy",
+    "ConsumerIdcsNotSetError",
+    "check_allocate_args",
+    "check_group_args",
+    "first_positions",
+    "plan_group",
+]
+
+
+class AllocationError(ValueError):
+    """Where Java throws ``IllegalArgumentException``; the message is Java's, word for word."""
+
+
+class ConsumerIdcsNotSetError(ValueError):
+    """MACHINE_ROOM was never given its machine rooms (Java throws a ``NullPointerException`` here)."""
+
+
+@runtime_checkable
+class AllocateMessageQueueStrategy(Protocol):
+    """The protocol of Java's ``AllocateMessageQueueStrategy``; user strategies implement it too.
+
+    ``allocate`` returns the queues ``current_cid`` should own (or ``None``, which the rebalance treats as no
+    queues). A strategy may also offer ``plan_all(consumer_group, mq_all, cid_all)`` returning every consumer's
+    share at once; :func:`rocket_rebalance.plan.plan` uses it when present.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def allocate(
+        self,
+        consumer_group: str,
+        current_cid: str | None,
+        mq_all: Sequence[MessageQueue] | None,
+        cid_all: Sequence[str] | None,
+    ) -> list[MessageQueue] | None: ...
+
+
+def _check_sequence(argument: str, value: object) -> None:
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise TypeError(f"{argument} must be a list or tuple, got {type(value).__name__}")
+
+
+def check_group_args(mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None) -> None:
+    """Java's checks on the queue and consumer lists, plus item types (a ``QueueList`` was checked already)."""
+    if mq_all is None or (isinstance(mq_all, Sequence) and len(mq_all) == 0):
+        raise AllocationError("mqAll is null or mqAll empty")
+    _check_sequence("mq_all", mq_all)
+    if cid_all is None or (isinstance(cid_all, Sequence) and len(cid_all) == 0):
+        raise AllocationError("cidAll is null or cidAll empty")
+    _check_sequence("cid_all", cid_all)
+    check_queue_list("mq_all", mq_all)
+    check_client_id_list("cid_all", cid_all)
+
+
+def check_allocate_args(
+    current_cid: str | None, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+) -> int | None:
+    """Java's ``check``, in Java's order; returns the position of ``current_cid`` or ``None`` when absent.
+
+    Absent is not an error in Java: the consumer simply gets nothing (it is not yet in the broker's list).
+    """
+    if current_cid is not None and not isinstance(current_cid, str):
+        raise TypeError(f"current_cid must be a str, got {type(current_cid).__name__}")
+    if not current_cid:
+        raise AllocationError("currentCID is empty")
+    check_group_args(mq_all, cid_all)
+    assert cid_all is not None
+    try:
+        return cid_all.index(current_cid)
+    except ValueError:
+        return None
+
+
+def first_positions(cid_all: Sequence[str]) -> dict[str, int]:
+    """Each distinct client ID with its first position, in list order (Java's ``indexOf`` picks the first)."""
+    positions: dict[str, int] = {}
+    for position, cid in enumerate(cid_all):
+        positions.setdefault(cid, position)
+    return positions
+
+
+Prepared = TypeVar("Prepared")
+
+
+class CheckedStrategy(ABC, Generic[Prepared]):
+    """A strategy that runs Java's shared check and then computes one consumer's share.
+
+    Subclasses give ``name``, :meth:`prepare` (the group-wide work: ring building, room grouping, eligible
+    queues) and :meth:`share` (one consumer's part of it), so ``plan_all`` does the group-wide work once.
+    """
+
+    name: str
+
+    def allocate(
+        self,
+        consumer_group: str,
+        current_cid: str | None,
+        mq_all: Sequence[MessageQueue] | None,
+        cid_all: Sequence[str] | None,
+    ) -> list[MessageQueue]:
+        """One consumer's share, exactly as the Java strategy computes it (results in Java's order)."""
+        index = check_allocate_args(current_cid, mq_all, cid_all)
+        if index is None:
+            return []
+        assert mq_all is not None and cid_all is not None
+        return self.share(self.prepare(consumer_group, mq_all, cid_all), index)
+
+    def plan_all(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> dict[str, list[MessageQueue]]:
+        """Every distinct consumer's share in one pass; equal to calling :meth:`allocate` for each."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        prepared = self.prepare(consumer_group, mq_all, cid_all)
+        return {cid: self.share(prepared, index) for cid, index in first_positions(cid_all).items()}
+
+    @abstractmethod
+    def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Prepared:
+        """Group-wide work shared by every consumer's share (called after the arguments were checked)."""
+
+    @abstractmethod
+    def share(self, prepared: Prepared, index: int) -> list[MessageQueue]:
+        """The share of the consumer at ``index`` of ``cid_all``, given what :meth:`prepare` returned."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+def plan_group(
+    strategy: AllocateMessageQueueStrategy,
+    consumer_group: str,
+    mq_all: Sequence[MessageQueue] | None,
+    cid_all: Sequence[str] | None,
+) -> dict[str, list[MessageQueue]]:
+    """Every distinct consumer's share: the strategy's own ``plan_all`` when it has one, else one call each.
+
+    A ``None`` share (CONFIG with nothing configured, or a user strategy) becomes an empty list, as the Java
+    rebalance treats it.
+    """
+    plan_all = getattr(strategy, "plan_all", None)
+    if callable(plan_all):
+        result: dict[str, list[MessageQueue]] = plan_all(consumer_group, mq_all, cid_all)
+        return result
+    return {
+        cid: list(strategy.allocate(consumer_group, cid, mq_all, cid_all) or ())
+        for cid in first_positions(cid_all or ())
+    }

@@ -1,0 +1,137 @@
+"""CONSISTENT_HASH: queues go to the consumer whose virtual node follows the queue's hash on a ring.
+
+The ring matches Java's ``ConsistentHashRouter`` point for point:
+
+* for each client ID in list order, replicas ``<id>-<k>`` for k = e .. e+V-1, where e is the number of ring
+  points that ID already holds (so a repeated ID continues its numbering, as in Java);
+* a point whose hash is already on the ring replaces the earlier one (Java's ``TreeMap.put``);
+* a queue (key: Java's ``MessageQueue.toString()``) goes to the first point at or after its hash, wrapping to the
+  smallest point; an empty ring (V = 0) owns nothing.
+
+Java rebuilds the ring on every call and counts existing replicas by scanning the whole ring, which is why it is
+slow (consumers x ring size). Here the replica count is a dictionary and the ring, a pair of sorted arrays, is
+cached per distinct consumer list (bounded, least recently used), because a consumer asks with the same list
+round after round.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from rocket_rebalance.model import MessageQueue, java_md5_hash
+from rocket_rebalance.strategies.base import AllocationError, CheckedStrategy, check_group_args
+
+__all__ = ["AllocateMessageQueueConsistentHash", "HashRing", "build_ring"]
+
+HashFunction = Callable[[str], int]
+
+
+class HashRing(NamedTuple):
+    """Ring points in ascending hash order and the client ID owning each point."""
+
+    points: list[int]
+    owners: list[str]
+
+    def owner_of(self, key_hash: int) -> str | None:
+        """The owner of the first point at or after ``key_hash``, wrapping around; ``None`` on an empty ring."""
+        if not self.points:
+            return None
+        position = bisect_left(self.points, key_hash)
+        return self.owners[position if position < len(self.points) else 0]
+
+
+def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction) -> HashRing:
+    """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc)."""
+    ring: dict[int, str] = {}
+    held: dict[str, int] = {}
+    for cid in cid_all:
+        existing = held.get(cid, 0)
+        for replica in range(existing, existing + virtual_node_count):
+            point = hash_function(f"{cid}-{replica}")
+            replaced = ring.get(point)
+            if replaced is not None:
+                held[replaced] -= 1
+            ring[point] = cid
+            held[cid] = held.get(cid, 0) + 1
+    points = sorted(ring)
+    return HashRing(points, [ring[point] for point in points])
+
+
+Routed = tuple[Sequence[MessageQueue], Sequence[str], list[str | None]]
+
+
+class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
+    """CONSISTENT_HASH with ``virtual_node_count`` points per consumer (default 10, as in Java).
+
+    ``hash_function`` replaces Java's default MD5 hash (first 4 digest bytes, big-endian, unsigned); it takes the
+    key text and returns an int. ``ring_cache_size`` bounds how many distinct consumer lists keep their ring.
+    """
+
+    name = "CONSISTENT_HASH"
+
+    def __init__(
+        self,
+        virtual_node_count: int = 10,
+        hash_function: HashFunction | None = None,
+        ring_cache_size: int = 16,
+    ) -> None:
+        if not isinstance(virtual_node_count, int) or isinstance(virtual_node_count, bool):
+            raise TypeError(f"virtual_node_count must be an int, got {type(virtual_node_count).__name__}")
+        if virtual_node_count < 0:
+            raise AllocationError(f"illegal virtualNodeCnt :{virtual_node_count}")
+        if hash_function is not None and not callable(hash_function):
+            raise TypeError("hash_function must be callable (str) -> int")
+        self.virtual_node_count = virtual_node_count
+        self.hash_function = hash_function
+        self._ring_cache_size = ring_cache_size
+        self._rings: OrderedDict[tuple[str, ...], HashRing] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def ring(self, cid_all: Sequence[str]) -> HashRing:
+        """The ring for this consumer list, from the cache when this list was seen recently."""
+        key = tuple(cid_all)
+        with self._lock:
+            cached = self._rings.get(key)
+            if cached is not None:
+                self._rings.move_to_end(key)
+                return cached
+        ring = build_ring(key, self.virtual_node_count, self.hash_function or java_md5_hash)
+        with self._lock:
+            self._rings[key] = ring
+            while len(self._rings) > self._ring_cache_size:
+                self._rings.popitem(last=False)
+        return ring
+
+    def _owners(self, mq_all: Sequence[MessageQueue], ring: HashRing) -> list[str | None]:
+        """The owner of every queue, in ``mq_all`` order."""
+        if self.hash_function is None:
+            return [ring.owner_of(mq.md5_hash) for mq in mq_all]
+        hash_function = self.hash_function
+        return [ring.owner_of(hash_function(str(mq))) for mq in mq_all]
+
+    def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Routed:
+        return (mq_all, cid_all, self._owners(mq_all, self.ring(cid_all)))
+
+    def share(self, prepared: Routed, index: int) -> list[MessageQueue]:
+        mq_all, cid_all, owners = prepared
+        current = cid_all[index]
+        return [mq for mq, owner in zip(mq_all, owners, strict=True) if owner == current]
+
+    def plan_all(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> dict[str, list[MessageQueue]]:
+        """Route every queue once and group by owner, instead of filtering the routes once per consumer."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        shares: dict[str, list[MessageQueue]] = {cid: [] for cid in cid_all}
+        for mq, owner in zip(mq_all, self._owners(mq_all, self.ring(cid_all)), strict=True):
+            if owner is not None:
+                shares[owner].append(mq)
+        return shares
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} virtual_node_count={self.virtual_node_count}>"
