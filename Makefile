@@ -17,8 +17,10 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m rocket_rebalance demo
 
+# pytest exits 5 when it collected no test: a run that tested nothing is a failure, said so plainly.
 test: $(STAMP)
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$status
 
 lint: $(STAMP)
 	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks

@@ -11,8 +11,8 @@ This module is pure: no I/O, no clocks, no threads.
 
 from __future__ import annotations
 
-import hashlib
 import re
+import struct
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,9 +53,18 @@ def java_string_key(value: str) -> bytes:
     return value.encode("utf-16-be", "surrogatepass")
 
 
+try:  # CPython's built-in MD5 is about twice as fast as OpenSSL's for keys this short (benchmarks/allocation.py)
+    from _md5 import md5 as _new_md5
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import md5 as _new_md5
+
+_first_word = struct.Struct(">I").unpack_from
+
+
 def java_md5_hash(key: str) -> int:
     """RocketMQ's default consistent-hash function: the first 4 bytes of MD5(UTF-8 key), big-endian, unsigned."""
-    return int.from_bytes(hashlib.md5(key.encode("utf-8", "surrogatepass")).digest()[:4], "big")
+    word: int = _first_word(_new_md5(key.encode("utf-8", "surrogatepass")).digest())[0]
+    return word
 
 
 class MessageQueue:
@@ -73,8 +82,8 @@ class MessageQueue:
     queue_id: int
     _key: tuple[bytes, bytes, int]
     _hash: int
-    _text: str
-    _md5: int
+    _text: str | None
+    _md5: int | None
 
     def __init__(self, topic: str, broker_name: str, queue_id: int) -> None:
         if not isinstance(topic, str):
@@ -91,6 +100,8 @@ class MessageQueue:
         set_(self, "queue_id", queue_id)
         set_(self, "_key", (java_string_key(topic), java_string_key(broker_name), queue_id))
         set_(self, "_hash", hash((topic, broker_name, queue_id)))
+        set_(self, "_text", None)  # built on first use: most queues are never printed or hashed
+        set_(self, "_md5", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("MessageQueue is immutable")
@@ -106,11 +117,7 @@ class MessageQueue:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
             return NotImplemented
-        return (
-            self.queue_id == other.queue_id
-            and self.broker_name == other.broker_name
-            and self.topic == other.topic
-        )
+        return self.queue_id == other.queue_id and self.broker_name == other.broker_name and self.topic == other.topic
 
     def __hash__(self) -> int:
         return self._hash
@@ -129,22 +136,20 @@ class MessageQueue:
 
     def __str__(self) -> str:
         """Java's ``MessageQueue.toString()``, which is also the consistent-hash key of the queue."""
-        try:
-            return self._text
-        except AttributeError:  # built on first use: most queues are never printed or hashed
+        text = self._text
+        if text is None:
             text = f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
             object.__setattr__(self, "_text", text)
-            return text
+        return text
 
     @property
     def md5_hash(self) -> int:
         """The queue's point on RocketMQ's default consistent-hash ring, computed once per queue object."""
-        try:
-            return self._md5
-        except AttributeError:
+        value = self._md5
+        if value is None:
             value = java_md5_hash(str(self))
             object.__setattr__(self, "_md5", value)
-            return value
+        return value
 
     def __repr__(self) -> str:
         return f"MessageQueue({self.topic!r}, {self.broker_name!r}, {self.queue_id!r})"

@@ -18,7 +18,11 @@ from rocket_rebalance.strategies.base import (
     plan_group,
 )
 from rocket_rebalance.strategies.by_config import AllocateMessageQueueByConfig
-from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueConsistentHash, HashRing, build_ring
+from rocket_rebalance.strategies.consistent_hash import (
+    AllocateMessageQueueConsistentHash,
+    HashRing,
+    build_ring,
+)
 from rocket_rebalance.strategies.machine_room import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueByMachineRoom,

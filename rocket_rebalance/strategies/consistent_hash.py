@@ -46,6 +46,22 @@ class HashRing(NamedTuple):
 
 def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction) -> HashRing:
     """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc)."""
+    if len(set(cid_all)) == len(cid_all):
+        # No repeated ID, so every replica numbering starts at 0 and "the later put wins" is what a dict built
+        # in insertion order does: one pass, no per-point bookkeeping.
+        keys = [f"{cid}-{replica}" for cid in cid_all for replica in range(virtual_node_count)]
+        owner_of_key = [cid for cid in cid_all for _ in range(virtual_node_count)]
+        ring = dict(zip(map(hash_function, keys), owner_of_key, strict=True))
+    else:
+        ring = _build_ring_with_repeats(cid_all, virtual_node_count, hash_function)
+    points = sorted(ring)
+    return HashRing(points, [ring[point] for point in points])
+
+
+def _build_ring_with_repeats(
+    cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction
+) -> dict[int, str]:
+    """Java's exact walk: a repeated ID numbers its replicas after the points it still holds on the ring."""
     ring: dict[int, str] = {}
     held: dict[str, int] = {}
     for cid in cid_all:
@@ -57,8 +73,7 @@ def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: H
                 held[replaced] -= 1
             ring[point] = cid
             held[cid] = held.get(cid, 0) + 1
-    points = sorted(ring)
-    return HashRing(points, [ring[point] for point in points])
+    return ring
 
 
 Routed = tuple[Sequence[MessageQueue], Sequence[str], list[str | None]]
@@ -107,11 +122,16 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         return ring
 
     def _owners(self, mq_all: Sequence[MessageQueue], ring: HashRing) -> list[str | None]:
-        """The owner of every queue, in ``mq_all`` order."""
+        """The owner of every queue, in ``mq_all`` order (the lookup of :meth:`HashRing.owner_of`, inlined)."""
+        if not ring.points:
+            return [None] * len(mq_all)
+        points, owners, last = ring.points, ring.owners, len(ring.points)
         if self.hash_function is None:
-            return [ring.owner_of(mq.md5_hash) for mq in mq_all]
-        hash_function = self.hash_function
-        return [ring.owner_of(hash_function(str(mq))) for mq in mq_all]
+            hashes = [mq.md5_hash for mq in mq_all]
+        else:
+            hashes = [self.hash_function(str(mq)) for mq in mq_all]
+        positions = [bisect_left(points, key_hash) for key_hash in hashes]
+        return [owners[position if position < last else 0] for position in positions]
 
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Routed:
         return (mq_all, cid_all, self._owners(mq_all, self.ring(cid_all)))

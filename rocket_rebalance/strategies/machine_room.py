@@ -122,9 +122,7 @@ class AllocateMachineRoomNearby(CheckedStrategy[Rooms]):
     among all consumers, appended. Every queue's and consumer's room must be non-empty.
     """
 
-    def __init__(
-        self, inner: AllocateMessageQueueStrategy, resolver: MachineRoomResolver | None = None
-    ) -> None:
+    def __init__(self, inner: AllocateMessageQueueStrategy, resolver: MachineRoomResolver | None = None) -> None:
         if inner is None:
             raise ValueError("MACHINE_ROOM_NEARBY needs an inner strategy (inner=...)")
         if not isinstance(inner, AllocateMessageQueueStrategy):

@@ -70,9 +70,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Run one case through our strategies and describe the outcome the way ``expected`` does."""
     try:
         strategy = strategy_for(case["strategy"], case["params"])
-        result = strategy.allocate(
-            case["group"], case["currentCID"], _queues(case["mqAll"]), case["cidAll"]
-        )
+        result = strategy.allocate(case["group"], case["currentCID"], _queues(case["mqAll"]), case["cidAll"])
     except AllocationError as error:
         return {"error": "IllegalArgumentException", "message": str(error)}
     except ConsumerIdcsNotSetError:

@@ -1,0 +1,46 @@
+"""The ``rocket-rebalance`` command: argument parsing and printing only; the work is done by the library.
+
+Each sub-command group lives beside the code it drives and registers itself through a ``register(subparsers)``
+function listed in :data:`COMMAND_MODULES`; modules are imported only when the command line is parsed, and none of
+them imports pyspark at import time. A bad argument or a failed call ends with one readable line on stderr and a
+non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMAND_MODULES", "CommandError", "main"]
+
+COMMAND_MODULES: tuple[str, ...] = ("rocket_rebalance.demo",)
+
+
+class CommandError(Exception):
+    """A failure to report as one line (``rocket-rebalance: <message>``) with exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocket-rebalance", description="RocketMQ-style queue rebalancing, bit-exact with the Java client."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one sub-command; returns the exit status (0 on success)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except (CommandError, ValueError, TypeError, OSError) as error:
+        print(f"rocket-rebalance: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status

@@ -1,0 +1,25 @@
+"""Embedding costs nothing extra: the top-level import stays free of grpc, pyspark and hypothesis."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_import_does_not_load_grpc_pyspark_or_hypothesis() -> None:
+    code = (
+        "import sys, rocket_rebalance, rocket_rebalance.strategies, rocket_rebalance.plan, rocket_rebalance.cli;"
+        "print(sorted(m for m in ('grpc', 'pyspark', 'hypothesis', 'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_console_entry_runs_the_demo() -> None:
+    out = subprocess.run([sys.executable, "-m", "rocket_rebalance", "demo"], capture_output=True, text=True, check=True)
+    assert "CONSISTENT_HASH" in out.stdout and "MACHINE_ROOM_NEARBY-AVG" in out.stdout
+
+
+def test_unknown_command_exits_non_zero() -> None:
+    out = subprocess.run([sys.executable, "-m", "rocket_rebalance", "nope"], capture_output=True, text=True)
+    assert out.returncode != 0 and "invalid choice" in out.stderr
