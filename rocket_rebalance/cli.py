@@ -13,13 +13,11 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from rocket_rebalance.commands import CommandError
+
 __all__ = ["COMMAND_MODULES", "CommandError", "main"]
 
-COMMAND_MODULES: tuple[str, ...] = ("rocket_rebalance.demo",)
-
-
-class CommandError(Exception):
-    """A failure to report as one line (``rocket-rebalance: <message>``) with exit status 2."""
+COMMAND_MODULES: tuple[str, ...] = ("rocket_rebalance.commands.demo", "rocket_rebalance.commands.preview")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from rocket_rebalance.model import MessageQueue, sort_queues
+from rocket_rebalance.model import MessageQueue, sort_client_ids, sort_queues
 from rocket_rebalance.strategies.base import AllocateMessageQueueStrategy, plan_group
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "owners",
     "plan",
     "split_view",
+    "transition_views",
 ]
 
 Plan = dict[str, list[MessageQueue]]
@@ -149,3 +150,10 @@ def split_view(
     double = sort_queues(mq for mq, count in taken.items() if count > 1)
     unowned = sort_queues(mq for mq in set(mq_all) if mq not in taken)
     return SplitView(double, unowned)
+
+
+def transition_views(old_cid_all: Sequence[str], new_cid_all: Sequence[str]) -> dict[str, list[str]]:
+    """Views in the middle of a membership change: live consumers are the new list's, and every other one of
+    them (in Java order) still sees the old list, as when a notification reached only some consumers."""
+    old_view, new_view = sort_client_ids(old_cid_all), sort_client_ids(new_cid_all)
+    return {cid: (old_view if position % 2 else new_view) for position, cid in enumerate(dict.fromkeys(new_view))}

@@ -32,7 +32,7 @@ from typing import NamedTuple
 from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, sort_client_ids
-from rocket_rebalance.plan import Plan, SplitView, owners, plan, split_view
+from rocket_rebalance.plan import Plan, SplitView, owners, plan, split_view, transition_views
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy
 
 __all__ = [
@@ -248,9 +248,7 @@ def split_view_report(
     Live consumers are those of the new list; every other one of them (in sorted order) still has the old view,
     which is the window between a membership change and the last consumer's rebalance.
     """
-    new_view = sort_client_ids(new_cid_all)
-    views = {cid: (case.cid_all if position % 2 else new_view) for position, cid in enumerate(new_view)}
-    return split_view(strategy, GROUP, case.mq_all, views)
+    return split_view(strategy, GROUP, case.mq_all, transition_views(case.cid_all, new_cid_all))
 
 
 class Property(enum.Flag):

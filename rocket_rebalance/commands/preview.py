@@ -1,0 +1,220 @@
+"""``allocate-mq`` (who will own what) and ``simulate`` (what a change will move), for operators."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rocket_rebalance.commands import CommandError
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.mqadmin import (
+    allocate_mq,
+    mqadmin_allocate_mq,
+    parse_id_list,
+    parse_mqadmin_id_list,
+    to_mqadmin_json,
+)
+from rocket_rebalance.plan import Plan
+from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
+from rocket_rebalance.whatif import Change, Outcome, simulate
+
+__all__ = ["register"]
+
+# Which strategies each strategy option applies to (MACHINE_ROOM_NEARBY passes them to its inner strategy).
+_OPTION_USERS = {
+    "virtual_nodes": ("CONSISTENT_HASH",),
+    "idcs": ("MACHINE_ROOM",),
+    "inner": ("MACHINE_ROOM_NEARBY",),
+    "config_queues": ("CONFIG",),
+}
+
+
+def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic to preview")
+    parser.add_argument("-n", "--namesrv", metavar="HOST:PORT", help="read the route (and members) from this server")
+    parser.add_argument("--route", type=Path, metavar="FILE", help="read the route from a TopicRouteData JSON file")
+    parser.add_argument("-g", "--group", default="", help="consumer group (passed to the strategy)")
+
+
+def _add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> None:
+    parser.add_argument(
+        "--strategy",
+        action="append" if repeatable else "store",
+        choices=STRATEGY_NAMES,
+        metavar="NAME",
+        help=f"allocation strategy, one of {', '.join(STRATEGY_NAMES)}"
+        + (" (repeat to compare)" if repeatable else ""),
+    )
+    parser.add_argument("--virtual-nodes", type=int, metavar="N", help="CONSISTENT_HASH virtual nodes (default 10)")
+    parser.add_argument("--idcs", metavar="ROOM,...", help="MACHINE_ROOM: the machine rooms to consume from")
+    parser.add_argument("--inner", choices=("AVG", "CONSISTENT_HASH"), help="MACHINE_ROOM_NEARBY's inner strategy")
+    parser.add_argument("--config-queues", metavar="BROKER:ID,...", help="CONFIG: the queues every consumer takes")
+
+
+def build_strategy(name: str, args: argparse.Namespace) -> AllocateMessageQueueStrategy:
+    """The strategy ``name`` with the command-line options that apply to it; a misplaced option is an error."""
+    inner_name = args.inner or "AVG"
+    for option, users in _OPTION_USERS.items():
+        applies = name in users or (name == "MACHINE_ROOM_NEARBY" and inner_name in users)
+        if getattr(args, option) is not None and not applies:
+            flag = "--" + option.replace("_", "-")
+            raise CommandError(f"{flag} does not apply to strategy {name} (it is for {', '.join(users)})")
+
+    def configure(strategy_name: str) -> AllocateMessageQueueStrategy:
+        if strategy_name == "CONSISTENT_HASH" and args.virtual_nodes is not None:
+            return create_strategy(strategy_name, virtual_node_count=args.virtual_nodes)
+        if strategy_name == "MACHINE_ROOM":
+            if not args.idcs:
+                raise CommandError("strategy MACHINE_ROOM needs --idcs ROOM,... (the rooms to consume from)")
+            return create_strategy(strategy_name, consumer_idcs={room.strip() for room in args.idcs.split(",")})
+        if strategy_name == "CONFIG":
+            if not args.config_queues:
+                raise CommandError("strategy CONFIG needs --config-queues BROKER:ID,...")
+            return create_strategy(strategy_name, message_queues=_config_queues(args.topic, args.config_queues))
+        if strategy_name == "MACHINE_ROOM_NEARBY":
+            return create_strategy(strategy_name, inner=configure(inner_name))
+        return create_strategy(strategy_name)
+
+    return configure(name)
+
+
+def _config_queues(topic: str, spec: str) -> list[MessageQueue]:
+    queues = []
+    for item in spec.split(","):
+        broker, _, queue_id = item.strip().rpartition(":")
+        if not broker or not queue_id.isdigit():
+            raise CommandError(f"--config-queues item {item!r} is not BROKER:QUEUE_ID")
+        queues.append(MessageQueue(topic, broker, int(queue_id)))
+    return queues
+
+
+def load_route(args: argparse.Namespace) -> TopicRoute:
+    """The topic's route from ``--route FILE`` or, with ``-n``, from the name server."""
+    if (args.route is None) == (args.namesrv is None):
+        raise CommandError("give the route source: either -n HOST:PORT or --route FILE")
+    if args.route is not None:
+        return TopicRoute.from_json(args.topic, args.route.read_text(encoding="utf-8"), str(args.route))
+    from rocket_rebalance.runtime.admin import fetch_route  # grpc is loaded only for a server
+
+    return fetch_route(args.namesrv, args.topic)
+
+
+def _print_table(result: Plan) -> None:
+    width = max([len("consumer"), *(len(cid) for cid in result)])
+    print(f"{'consumer':<{width}}  queues  owned")
+    for cid, queues in result.items():
+        owned = " ".join(f"{mq.broker_name}:{mq.queue_id}" for mq in queues) or "-"
+        print(f"{cid:<{width}}  {len(queues):>6}  {owned}")
+    print(f"{len(result)} consumers, {sum(len(q) for q in result.values())} queues assigned")
+
+
+def _run_allocate_mq(args: argparse.Namespace) -> int:
+    route = load_route(args)
+    if args.mqadmin_order:
+        if args.strategy not in (None, "AVG"):
+            raise CommandError("--mqadmin-order reproduces mqadmin, which only knows AVG")
+        ids = parse_mqadmin_id_list(args.ip_list)
+        result = mqadmin_allocate_mq(route, ids)
+        real = allocate_mq(route, ids, group=args.group)
+        differing = [cid for cid in result if set(result[cid]) != set(real.get(cid, ()))]
+        if differing:
+            print(
+                f"rocket-rebalance: note: consumers with these IDs would really own other queues than mqadmin "
+                f"shows, for {', '.join(differing)} (run without --mqadmin-order to see theirs)",
+                file=sys.stderr,
+            )
+    else:
+        strategy = build_strategy(args.strategy or "AVG", args)
+        result = allocate_mq(route, parse_id_list(args.ip_list), strategy, args.group)
+    if args.format == "table":
+        _print_table(result)
+    else:
+        print(to_mqadmin_json(result))
+    return 0
+
+
+def _read_members(args: argparse.Namespace) -> list[str]:
+    if args.ip_list is not None:
+        return parse_id_list(args.ip_list)
+    if args.members is not None:
+        text = args.members.read_text(encoding="utf-8")
+        if text.lstrip().startswith("["):
+            members = json.loads(text)
+            if not isinstance(members, list) or not all(isinstance(cid, str) and cid for cid in members):
+                raise CommandError(f"{args.members}: expected a JSON list of non-empty client ID strings")
+            return members
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    if args.namesrv is not None and args.group:
+        from rocket_rebalance.runtime.admin import fetch_members
+
+        return fetch_members(args.namesrv, args.topic, args.group)
+    raise CommandError("give the members: -i ID,..., --members FILE, or -n HOST:PORT with -g GROUP")
+
+
+def _describe(outcome: Outcome, topic: str) -> list[str]:
+    before, after = outcome.balance_before, outcome.balance_after
+    lines = [
+        f"{outcome.strategy}: {topic}, {before.consumers} -> {after.consumers} consumers",
+        f"  {'consumer':<40} {'before':>6} {'after':>6}",
+    ]
+    for cid in dict.fromkeys([*outcome.before, *outcome.after]):
+        lines.append(f"  {cid:<40} {len(outcome.before.get(cid, ())):>6} {len(outcome.after.get(cid, ())):>6}")
+    lines.append(
+        f"  max/avg {before.max_over_avg:.2f} -> {after.max_over_avg:.2f} (max {before.max} -> {after.max} queues); "
+        f"{len(outcome.movement.moved)} of {outcome.movement.queues} queues move (a balanced split needs "
+        f"{outcome.movement.minimum})"
+    )
+    if outcome.split_view is not None:
+        lines.append(
+            f"  while half the consumers still see the old member list: {len(outcome.split_view.double_owned)} "
+            f"queues with two owners, {len(outcome.split_view.unowned)} with none"
+        )
+    return lines
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    route = load_route(args)
+    members = _read_members(args)
+    change = Change(tuple(args.join), tuple(args.leave), tuple(args.broker_down))
+    strategies = [build_strategy(name, args) for name in (args.strategy or ["AVG"])]
+    outcomes = simulate(strategies, args.group or "simulated_group", route, members, change, args.split_view)
+    if args.json:
+        print(json.dumps({"topic": args.topic, "outcomes": [o.to_dict() for o in outcomes]}, ensure_ascii=False))
+    else:
+        print("\n\n".join("\n".join(_describe(outcome, args.topic)) for outcome in outcomes))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    allocate = subparsers.add_parser(
+        "allocate-mq",
+        help="who will own which queue (mqadmin allocateMQ, computed the way consumers compute it)",
+        description="Print each client ID's queues as real consumers would compute them (sorted input, any strategy).",
+    )
+    _add_source_options(allocate)
+    allocate.add_argument("-i", "--ipList", dest="ip_list", required=True, metavar="ID,...", help="client IDs")
+    _add_strategy_options(allocate, repeatable=False)
+    allocate.add_argument("--format", choices=("json", "table"), default="json", help="mqadmin JSON or a table")
+    allocate.add_argument(
+        "--mqadmin-order", action="store_true", help="reproduce mqadmin's unsorted answer and say where it differs"
+    )
+    allocate.set_defaults(handler=_run_allocate_mq)
+
+    sim = subparsers.add_parser(
+        "simulate",
+        help="what a join, leave, broker outage or strategy switch will move",
+        description="Plan one group's topic before and after a change, per strategy.",
+    )
+    _add_source_options(sim)
+    sim.add_argument("-i", "--ipList", dest="ip_list", metavar="ID,...", help="current members")
+    sim.add_argument("--members", type=Path, metavar="FILE", help="current members, one per line or a JSON list")
+    sim.add_argument("--join", action="append", default=[], metavar="ID", help="a consumer that joins (repeatable)")
+    sim.add_argument("--leave", action="append", default=[], metavar="ID", help="a consumer that leaves (repeatable)")
+    sim.add_argument("--broker-down", action="append", default=[], metavar="NAME", help="a broker that goes down")
+    _add_strategy_options(sim, repeatable=True)
+    sim.add_argument("--split-view", action="store_true", help="also show the window while views disagree")
+    sim.add_argument("--json", action="store_true", help="print JSON")
+    sim.set_defaults(handler=_run_simulate)
