@@ -8,14 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
 
-from rocket_rebalance._proto.v1 import broker_pb2, broker_pb2_grpc, namesrv_pb2, namesrv_pb2_grpc
+from rocket_rebalance._proto.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    broker_pb2,
+    broker_pb2_grpc,
+    namesrv_pb2,
+    namesrv_pb2_grpc,
+)
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.route import QueueData, TopicRoute
 
-__all__ = ["ServerError", "fetch_members", "fetch_route"]
+__all__ = [
+    "ConnectionRow",
+    "ProgressRow",
+    "ServerError",
+    "consumer_connection",
+    "consumer_progress",
+    "fetch_members",
+    "fetch_route",
+]
 
 DEFAULT_TIMEOUT = 5.0
 T = TypeVar("T")
@@ -79,3 +96,61 @@ def fetch_members(address: str, topic: str, consumer_group: str, timeout: float 
             lambda: stub.GetConsumerListByGroup(request, timeout=timeout),
         )
     return list(answer.consumer_id_list)
+
+
+@dataclass(frozen=True)
+class ProgressRow:
+    """One queue of ``consumerProgress``: how far the group is behind, and who consumed it last."""
+
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    diff: int
+    last_owner: str
+    lock_owner: str
+
+
+def consumer_progress(
+    address: str, consumer_group: str, topic: str = "", timeout: float = DEFAULT_TIMEOUT
+) -> list[ProgressRow]:
+    """Per queue: broker offset, consumer offset, diff and last owner (mqadmin ``consumerProgress``)."""
+    with _channel(address) as channel:
+        stub = admin_pb2_grpc.AdminStub(channel)
+        request = admin_pb2.ConsumerProgressRequest(consumer_group=consumer_group, topic=topic)
+        answer = _ask(address, f"group {consumer_group}", lambda: stub.ConsumerProgress(request, timeout=timeout))
+    return [
+        ProgressRow(
+            MessageQueue(q.queue.topic, q.queue.broker_name, q.queue.queue_id),
+            q.broker_offset,
+            q.consumer_offset,
+            q.diff,
+            q.last_owner,
+            q.lock_owner,
+        )
+        for q in answer.queues
+    ]
+
+
+@dataclass(frozen=True)
+class ConnectionRow:
+    """One member of the group at one broker (mqadmin ``consumerConnection``)."""
+
+    client_id: str
+    broker_name: str
+    connected: bool
+    last_heartbeat_ms_ago: int
+    topics: tuple[str, ...]
+
+
+def consumer_connection(address: str, consumer_group: str, timeout: float = DEFAULT_TIMEOUT) -> list[ConnectionRow]:
+    """The group's members at every broker that is up, with their subscriptions."""
+    with _channel(address) as channel:
+        stub = admin_pb2_grpc.AdminStub(channel)
+        request = admin_pb2.ConsumerConnectionRequest(consumer_group=consumer_group)
+        answer = _ask(address, f"group {consumer_group}", lambda: stub.ConsumerConnection(request, timeout=timeout))
+    return [
+        ConnectionRow(
+            c.client_id, c.broker_name, c.connected, c.last_heartbeat_ms_ago, tuple(s.topic for s in c.subscriptions)
+        )
+        for c in answer.connections
+    ]

@@ -1,0 +1,252 @@
+"""Commands that act as a client of a running cluster: ``consume``, ``produce``, ``consumer-progress``,
+``consumer-connection``. ``consume`` prints one JSON line per event so that scripts and tests can follow it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rocket_rebalance.commands.options import add_strategy_options, build_strategy
+from rocket_rebalance.model import MessageQueue, sort_queues
+
+__all__ = ["register"]
+
+
+def _emit(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}, ensure_ascii=False), flush=True)
+
+
+def _queue_names(queues: Sequence[MessageQueue]) -> list[str]:
+    return [f"{mq.broker_name}:{mq.queue_id}" for mq in sort_queues(queues)]
+
+
+class _Recorder:
+    """Appends one JSON line per consumed message (queue, offset, client, start and end time), flushed before
+    the listener returns, so a killed process has recorded everything whose offset it could have committed."""
+
+    def __init__(self, path: Path | None, client_id: str) -> None:
+        self._file: TextIO | None = path.open("a", encoding="utf-8") if path else None
+        self._client_id = client_id
+        self._lock = threading.Lock()
+
+    def record(self, mq: MessageQueue, offset: int, started: float, ended: float) -> None:
+        if self._file is None:
+            return
+        line = {
+            "topic": mq.topic,
+            "broker": mq.broker_name,
+            "queue": mq.queue_id,
+            "offset": offset,
+            "client": self._client_id,
+            "t0": started,
+            "t1": ended,
+        }
+        with self._lock:
+            self._file.write(json.dumps(line) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _run_consume(args: argparse.Namespace) -> int:
+    from rocket_rebalance.core import ConsumeFromWhere, MessageModel
+    from rocket_rebalance.runtime.consumer import PushConsumer, default_client_id
+    from rocket_rebalance.runtime.transport import Message
+
+    client_id = args.client_id or default_client_id()
+    recorder = _Recorder(args.record, client_id)
+    work = args.work_ms / 1000
+
+    def listener(batch: list[Message]) -> None:
+        for message in batch:
+            started = time.time()
+            if work:
+                time.sleep(work)
+            recorder.record(message.mq, message.queue_offset, started, time.time())
+
+    def queues_changed(topic: str, mq_all: Sequence[MessageQueue], mq_divided: Sequence[MessageQueue]) -> None:
+        _emit("owned", client=client_id, topic=topic, queues=_queue_names(mq_divided), total=len(mq_all))
+
+    intervals = {
+        name: value
+        for name, value in (
+            ("rebalance_interval", args.rebalance_interval),
+            ("persist_interval", args.persist_interval),
+            ("heartbeat_interval", args.heartbeat_interval),
+            ("route_refresh_interval", args.route_interval),
+        )
+        if value is not None
+    }
+    consumer = PushConsumer(
+        args.namesrv,
+        args.group,
+        topics=args.topic,
+        listener=listener,
+        queue_listener=queues_changed,
+        strategy=build_strategy(args.strategy or "AVG", args),
+        message_model=MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING,
+        consume_from_where={
+            "last": ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            "first": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            "timestamp": ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
+        }[args.consume_from],
+        consume_orderly=args.orderly,
+        fenced_handover=not args.no_fence,
+        client_id=client_id,
+        token=args.token,
+        offset_file=args.offsets,
+        **intervals,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    consumer.start()
+    _emit("started", client=client_id, group=args.group, topics=args.topic)
+    while not stop.wait(args.report_interval):
+        _emit("consumed", client=client_id, total=consumer.consumed)
+    clean = consumer.shutdown()
+    recorder.close()
+    _emit("stopped", client=client_id, clean=clean, total=consumer.consumed)
+    return 0
+
+
+def _run_produce(args: argparse.Namespace) -> int:
+    from rocket_rebalance.runtime.transport import GrpcTransport
+
+    transport = GrpcTransport(args.namesrv, token=args.token)
+    try:
+        route = transport.route(args.topic)
+        targets = [(d.broker_name, q) for d in route.queue_datas if d.perm & 2 for q in range(d.write_queue_nums)]
+        if not targets:
+            raise OSError(f"topic {args.topic} has no writable queue")
+        per_queue: dict[tuple[str, int], int] = {}
+        for index in range(args.count):
+            target = targets[index % len(targets)]
+            per_queue[target] = per_queue.get(target, 0) + 1
+        body = b"x" * args.size
+        for (broker, queue_id), count in per_queue.items():
+            for start in range(0, count, args.batch):
+                transport.send(args.topic, broker, [body] * min(args.batch, count - start), queue_id)
+    finally:
+        transport.close()
+    print(json.dumps({"sent": args.count, "topic": args.topic, "queues": len(per_queue)}))
+    return 0
+
+
+def _run_progress(args: argparse.Namespace) -> int:
+    from rocket_rebalance.runtime.admin import consumer_progress
+
+    rows = consumer_progress(args.namesrv, args.group, args.topic or "")
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        **row.mq.to_dict(),
+                        "brokerOffset": row.broker_offset,
+                        "consumerOffset": row.consumer_offset,
+                        "diff": row.diff,
+                        "lastOwner": row.last_owner,
+                        "lockOwner": row.lock_owner,
+                    }
+                    for row in rows
+                ]
+            )
+        )
+        return 0
+    print(
+        f"{'#Topic':<32} {'#Broker Name':<16} {'#QID':>4} {'#Broker Offset':>14} {'#Consumer Offset':>16} "
+        f"{'#Diff':>8}  #Last Owner"
+    )
+    for row in rows:
+        print(
+            f"{row.mq.topic:<32} {row.mq.broker_name:<16} {row.mq.queue_id:>4} {row.broker_offset:>14} "
+            f"{row.consumer_offset:>16} {row.diff:>8}  {row.last_owner or '-'}"
+        )
+    print(f"\nConsume TPS: -\nDiff Total: {sum(row.diff for row in rows)}")
+    return 0
+
+
+def _run_connection(args: argparse.Namespace) -> int:
+    from rocket_rebalance.runtime.admin import consumer_connection
+
+    rows = consumer_connection(args.namesrv, args.group)
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "clientId": r.client_id,
+                        "brokerName": r.broker_name,
+                        "connected": r.connected,
+                        "lastHeartbeatMsAgo": r.last_heartbeat_ms_ago,
+                        "topics": list(r.topics),
+                    }
+                    for r in rows
+                ]
+            )
+        )
+        return 0
+    print(f"{'#':<4} {'#ClientId':<48} {'#Broker':<16} {'#Connected':<10} {'#Heartbeat ms ago':>17}  #Topics")
+    for number, r in enumerate(rows, start=1):
+        print(
+            f"{number:<4} {r.client_id:<48} {r.broker_name:<16} {str(r.connected).lower():<10} "
+            f"{r.last_heartbeat_ms_ago:>17}  {','.join(r.topics)}"
+        )
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--namesrv", required=True, metavar="HOST:PORT", help="name server address")
+    parser.add_argument("--token", help="shared token, when the server requires one")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    consume = subparsers.add_parser("consume", help="run a consumer that prints its ownership changes as JSON lines")
+    _common(consume)
+    consume.add_argument("-g", "--group", required=True, help="consumer group")
+    consume.add_argument("-t", "--topic", required=True, action="append", help="topic to consume (repeatable)")
+    add_strategy_options(consume, repeatable=False)
+    consume.add_argument("--orderly", action="store_true", help="consume each queue in order, holding its lock")
+    consume.add_argument("--broadcast", action="store_true", help="every consumer takes every queue")
+    consume.add_argument("--no-fence", action="store_true", help="Java's handover: no lock fence for concurrent")
+    consume.add_argument("--consume-from", choices=("last", "first", "timestamp"), default="last")
+    consume.add_argument("--client-id", help="client ID (default ip@pid#nanotime)")
+    consume.add_argument("--offsets", type=Path, help="broadcasting: the local offset file")
+    consume.add_argument("--record", type=Path, help="append one JSON line per consumed message to this file")
+    consume.add_argument("--work-ms", type=float, default=0.0, help="simulated processing time per message")
+    consume.add_argument("--report-interval", type=float, default=5.0, help="seconds between consumed-count lines")
+    consume.add_argument("--rebalance-interval", type=float, help="periodic rebalance (default 20 s)")
+    consume.add_argument("--persist-interval", type=float, help="offset persist interval (default 5 s)")
+    consume.add_argument("--heartbeat-interval", type=float, help="heartbeat interval (default 30 s)")
+    consume.add_argument("--route-interval", type=float, help="route refresh interval (default 30 s)")
+    consume.set_defaults(handler=_run_consume)
+
+    produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")
+    _common(produce)
+    produce.add_argument("-t", "--topic", required=True)
+    produce.add_argument("--count", type=int, required=True)
+    produce.add_argument("--size", type=int, default=64, help="body bytes per message")
+    produce.add_argument("--batch", type=int, default=32, help="messages per send request")
+    produce.set_defaults(handler=_run_produce)
+
+    progress = subparsers.add_parser("consumer-progress", help="per queue: broker and consumer offsets, diff, owner")
+    _common(progress)
+    progress.add_argument("-g", "--group", required=True)
+    progress.add_argument("-t", "--topic")
+    progress.add_argument("--json", action="store_true")
+    progress.set_defaults(handler=_run_progress)
+
+    connection = subparsers.add_parser("consumer-connection", help="the group's members at each broker")
+    _common(connection)
+    connection.add_argument("-g", "--group", required=True)
+    connection.add_argument("--json", action="store_true")
+    connection.set_defaults(handler=_run_connection)

@@ -1,0 +1,141 @@
+"""The consumer an application embeds: subscribe, give a listener, ``start()``, ``shutdown()``.
+
+Like Java's ``DefaultMQPushConsumer``: the library decides which queues this process owns, pulls them, and hands
+messages to the listener (concurrently, or one at a time per queue when orderly). Without a message listener it is
+the pull-style use: only ``queue_listener`` is told which queues are ours, and the application pulls itself.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
+from rocket_rebalance.model import MessageQueue, build_client_id, check_group_name, check_topic_name
+from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteOffsetStore,
+    default_offset_path,
+)
+from rocket_rebalance.runtime.transport import GrpcTransport, Transport
+from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
+
+__all__ = ["WAIT_INTERVAL_ENV", "PushConsumer", "default_client_id"]
+
+WAIT_INTERVAL_ENV = "ROCKET_REBALANCE_WAIT_INTERVAL"
+"""Seconds between periodic rebalances when not given in code (Java: ``rocketmq.client.rebalance.waitInterval``)."""
+
+
+def _local_ip() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def default_client_id(unit_name: str | None = None) -> str:
+    """``ip@pid#nanotime``: unique per process, as the Java client makes the default instance name unique."""
+    return build_client_id(_local_ip(), f"{os.getpid()}#{time.monotonic_ns()}", unit_name)
+
+
+class PushConsumer:
+    """One member of a consumer group. Intervals (``rebalance_interval``, ``persist_interval`` ...) and other
+    :class:`RebalanceConfig` fields may be passed as keyword arguments; defaults are the Java client's."""
+
+    def __init__(
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        topics: Iterable[str] = (),
+        listener: MessageListener | None = None,
+        queue_listener: QueueListener | None = None,
+        strategy: AllocateMessageQueueStrategy | None = None,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_orderly: bool = False,
+        fenced_handover: bool = True,
+        client_id: str | None = None,
+        token: str | None = None,
+        offset_file: Path | None = None,
+        transport: Transport | None = None,
+        offset_store: OffsetStore | None = None,
+        settings: EngineSettings | None = None,
+        **config: float,
+    ) -> None:
+        check_group_name(consumer_group)
+        self._topics = {check_topic_name(topic) for topic in topics}
+        self.client_id = client_id or default_client_id()
+        if "rebalance_interval" not in config and os.environ.get(WAIT_INTERVAL_ENV):
+            config["rebalance_interval"] = float(os.environ[WAIT_INTERVAL_ENV])
+        timestamp = None
+        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            timestamp = int(config.pop("consume_timestamp_ms", default_consume_timestamp_ms(int(time.time() * 1000))))
+        self.config = RebalanceConfig(
+            consumer_group=consumer_group,
+            client_id=self.client_id,
+            message_model=message_model,
+            consume_orderly=consume_orderly,
+            consume_from_where=consume_from_where,
+            consume_timestamp_ms=timestamp,
+            strategy=strategy or create_strategy("AVG"),
+            fenced_handover=fenced_handover,
+            push_consumer=listener is not None,
+            **config,
+        )
+        self.transport = transport or GrpcTransport(namesrv_addr, token=token)
+        if offset_store is None:
+            if message_model is MessageModel.BROADCASTING:
+                offset_store = LocalFileOffsetStore(offset_file or default_offset_path(self.client_id, consumer_group))
+            else:
+                offset_store = RemoteOffsetStore(self.transport, consumer_group, self.client_id)
+        self._listener = listener
+        self._queue_listener = queue_listener
+        self._offset_store = offset_store
+        self._settings = settings
+        self._engine: Engine | None = None
+
+    def subscribe(self, topic: str) -> None:
+        """Consume ``topic`` too (before ``start``)."""
+        if self._engine is not None:
+            raise RuntimeError("subscribe before start()")
+        self._topics.add(check_topic_name(topic))
+
+    def start(self) -> None:
+        if self._engine is not None:
+            raise RuntimeError("already started")
+        if not self._topics:
+            raise ValueError("subscribe to at least one topic before start()")
+        self._engine = Engine(
+            self.config,
+            self._topics,
+            self.transport,
+            self._offset_store,
+            self._listener,
+            self._queue_listener,
+            self._settings,
+        )
+        self._engine.start()
+
+    def shutdown(self, timeout: float = 15.0) -> bool:
+        """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close.
+
+        Returns True when every queue was released cleanly within ``timeout``.
+        """
+        if self._engine is None:
+            return True
+        return self._engine.shutdown(timeout)
+
+    def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
+        """The queues this consumer owns now, per topic (the retry topic included)."""
+        return {} if self._engine is None else self._engine.owned()
+
+    @property
+    def consumed(self) -> int:
+        """Messages the listener finished so far."""
+        return 0 if self._engine is None else self._engine.consumed

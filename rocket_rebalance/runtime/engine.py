@@ -1,0 +1,523 @@
+"""The I/O shell around one :class:`~rocket_rebalance.core.RebalanceCore`: threads, timers, pulls, the listener.
+
+One thread (``rebalance-service``, after Java's RebalanceService) owns the core: every event, from any thread,
+goes through its inbox, so the core is never touched concurrently. It carries out the core's actions: network
+and store calls on an I/O pool (their answers come back through the inbox), pulls as one outstanding long-poll
+per active queue, and messages handed to the user's listener on a consume pool (one batch at a time per queue
+when orderly). It sleeps until the core's ``WakeAt`` or its own next timer, and feeds ``Tick`` then.
+
+Around it, one thread per broker keeps the notification stream open (NOTIFY_CONSUMER_IDS_CHANGED wakes a round
+at once, as does a reconnect); a lost stream is reopened with backoff and never stops consumption. A server
+that is down or restarting is retried; the consumer keeps its queues meanwhile.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+
+from rocket_rebalance.core import (
+    Action,
+    ConsumerIdsChanged,
+    ConsumerListFetched,
+    DropQueue,
+    FetchConsumerList,
+    FetchRoutes,
+    LockQueues,
+    LockResult,
+    MessagesConsumed,
+    MessagesDispatched,
+    MessagesPulled,
+    OffsetIllegal,
+    OffsetLookupFailed,
+    OffsetQueried,
+    OffsetRead,
+    OffsetsPersisted,
+    OffsetsPersistFailed,
+    PersistOffsets,
+    QueryMaxOffset,
+    QueuesChanged,
+    QueuesUnlocked,
+    ReadOffset,
+    RebalanceConfig,
+    RebalanceCore,
+    RouteUpdated,
+    SearchOffset,
+    SendHeartbeat,
+    ShutdownComplete,
+    ShutdownRequested,
+    Started,
+    StartQueue,
+    StopQueue,
+    Tick,
+    UnlockQueues,
+    WakeAt,
+)
+from rocket_rebalance.core.events import Event
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
+from rocket_rebalance.runtime.transport import (
+    GroupRegistration,
+    Message,
+    NotificationStream,
+    PullStatus,
+    Transport,
+    TransportError,
+)
+
+__all__ = ["Engine", "EngineSettings", "MessageListener", "QueueListener"]
+
+log = logging.getLogger("rocket_rebalance.runtime")
+
+MessageListener = Callable[[list[Message]], None]
+"""Consumes a batch; raising means "not consumed": the batch is retried while the queue is still ours."""
+
+QueueListener = Callable[[str, Sequence[MessageQueue], Sequence[MessageQueue]], None]
+"""Java's ``MessageQueueListener.messageQueueChanged(topic, mqAll, mqDivided)``."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Runtime knobs that are not rebalance rules (those are in :class:`RebalanceConfig`)."""
+
+    pull_batch_size: int = 32
+    pull_wait_ms: int = 1000
+    pull_error_backoff: float = 1.0
+    buffer_limit: int = 1000
+    consume_batch_size: int = 1
+    consume_threads: int = 4
+    io_threads: int = 8
+    retry_delay: float = 1.0
+    reconnect_backoff: tuple[float, float] = (0.2, 5.0)
+
+
+@dataclass
+class _QueueRun:
+    """The runtime's side of one started queue: where to pull next and what is waiting for the listener."""
+
+    generation: int
+    next_offset: int
+    buffered: dict[int, Message] = field(default_factory=dict)
+    pulling: bool = False
+    busy: int = 0  # batches handed to the listener and not yet finished
+    stopped: bool = False
+    dispatch_waiting: bool = False  # a retry of dispatch is scheduled (the lock is not valid yet)
+
+
+class Engine:
+    """Drives one consumer's core against a transport and an offset store. ``start()``, then ``shutdown()``."""
+
+    def __init__(
+        self,
+        config: RebalanceConfig,
+        topics: Iterable[str],
+        transport: Transport,
+        offset_store: OffsetStore,
+        listener: MessageListener | None = None,
+        queue_listener: QueueListener | None = None,
+        settings: EngineSettings | None = None,
+    ) -> None:
+        self.config = config
+        self.core = RebalanceCore(config, topics)
+        self.transport = transport
+        self.offset_store = offset_store
+        self.listener = listener
+        self.queue_listener = queue_listener
+        self.settings = settings or EngineSettings()
+        self._inbox: queue.Queue[Event | Callable[[], None] | None] = queue.Queue()
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._sequence = itertools.count()
+        self._wake_at: float | None = None
+        self._runs: dict[MessageQueue, _QueueRun] = {}
+        self._generations = itertools.count(1)
+        self._routes: dict[str, TopicRoute] = {}
+        self._streams: dict[str, threading.Thread] = {}
+        self._open_streams: dict[str, NotificationStream] = {}
+        self._closing = threading.Event()
+        self._shutdown_done = threading.Event()
+        self._io = ThreadPoolExecutor(self.settings.io_threads, thread_name_prefix="rr-io")
+        self._consume = ThreadPoolExecutor(self.settings.consume_threads, thread_name_prefix="rr-consume")
+        self._thread = threading.Thread(target=self._loop, name="rebalance-service", daemon=True)
+        self._stats_lock = threading.Lock()
+        self.consumed = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._thread.start()
+        self.post(Started())
+
+    def shutdown(self, timeout: float = 15.0) -> bool:
+        """Stop taking messages, let in-flight ones finish, persist, unlock, unregister, close. True when clean."""
+        self.post(ShutdownRequested())
+        clean = self._shutdown_done.wait(timeout)
+        self._closing.set()
+        for broker in self._brokers():
+            try:
+                self.transport.unregister(broker, self.config.client_id, self.config.consumer_group)
+            except TransportError as error:
+                log.warning("unregister at %s failed: %s", broker, error)
+        for stream in list(self._open_streams.values()):
+            stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
+        self._inbox.put(None)
+        self._thread.join(timeout=5)
+        self._io.shutdown(wait=False, cancel_futures=True)
+        self._consume.shutdown(wait=False, cancel_futures=True)
+        self.transport.close()
+        return clean
+
+    def post(self, item: Event | Callable[[], None]) -> None:
+        """Hand an event (or a callback to run on the service thread) to the core's thread."""
+        self._inbox.put(item)
+
+    def owned(self) -> dict[str, frozenset[MessageQueue]]:
+        """What the listener was last told, per topic (safe to call from any thread: a snapshot)."""
+        done = threading.Event()
+        result: dict[str, frozenset[MessageQueue]] = {}
+
+        def snapshot() -> None:
+            result.update({topic: self.core.allocated(topic) for topic in self.core.topics})
+            done.set()
+
+        self.post(snapshot)
+        done.wait(5)
+        return result
+
+    # ------------------------------------------------------------------ the service thread
+
+    def _loop(self) -> None:
+        while True:
+            deadline = min(
+                [t for t in (self._wake_at, self._timers[0][0] if self._timers else None) if t is not None],
+                default=None,
+            )
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                item = self._inbox.get(timeout=timeout)
+            except queue.Empty:
+                item = Tick()
+            if item is None:
+                return
+            now = time.monotonic()
+            while self._timers and self._timers[0][0] <= now:
+                heapq.heappop(self._timers)[2]()
+            if isinstance(item, Event):
+                if isinstance(item, Tick):
+                    self._wake_at = None
+                self._apply(self.core.handle(item, now))
+            else:
+                item()
+
+    def _later(self, delay: float, callback: Callable[[], None]) -> None:
+        heapq.heappush(self._timers, (time.monotonic() + delay, next(self._sequence), callback))
+
+    def _handle(self, event: Event) -> None:
+        """Feed an event from the service thread itself (e.g. while dispatching)."""
+        self._apply(self.core.handle(event, time.monotonic()))
+
+    def _apply(self, actions: list[Action]) -> None:
+        for action in actions:
+            try:
+                self._carry_out(action)
+            except Exception:  # an action must never kill the service thread
+                log.exception("carrying out %r failed", action)
+
+    def _io_call(self, work: Callable[[], Event | None]) -> None:
+        def run() -> None:
+            event = work()
+            if event is not None:
+                self.post(event)
+
+        if not self._closing.is_set():
+            self._io.submit(run)
+
+    def _carry_out(self, action: Action) -> None:
+        match action:
+            case WakeAt(time=at):
+                self._wake_at = at
+            case FetchRoutes(topics=topics):
+                for topic in topics:
+                    self._io_call(partial(self._fetch_route, topic))
+            case FetchConsumerList(topic=topic):
+                self._io_call(lambda: self._fetch_consumers(topic))
+            case SendHeartbeat(topics=topics):
+                self._io_call(lambda: self._heartbeat(topics))
+            case LockQueues(broker_name=broker, queues=queues):
+                self._io_call(lambda: self._lock(broker, queues))
+            case UnlockQueues(broker_name=broker, queues=queues):
+                self._io_call(lambda: self._unlock(broker, queues))
+            case ReadOffset(mq=mq, request_id=request):
+                self._io_call(lambda: self._lookup(mq, request, lambda: self.offset_store.read(mq), OffsetRead))
+            case QueryMaxOffset(mq=mq, request_id=request):
+                self._io_call(lambda: self._lookup(mq, request, lambda: self.transport.max_offset(mq), OffsetQueried))
+            case SearchOffset(mq=mq, request_id=request, timestamp_ms=at):
+                search = lambda: self.transport.search_offset(mq, at)  # noqa: E731
+                self._io_call(lambda: self._lookup(mq, request, search, OffsetQueried))
+            case PersistOffsets(offsets=offsets):
+                self._io_call(lambda: self._persist(dict(offsets)))
+            case StartQueue(mq=mq, offset=offset):
+                self._runs[mq] = _QueueRun(next(self._generations), offset)
+                self._pull(mq)
+            case StopQueue(mq=mq):
+                run = self._runs.get(mq)
+                if run is not None:
+                    run.stopped = True
+                    run.buffered.clear()  # never handed out: the next owner pulls them again
+            case DropQueue(mq=mq):
+                self._runs.pop(mq, None)
+            case QueuesChanged(topic=topic, mq_all=mq_all, mq_divided=mq_divided):
+                if self.queue_listener is not None:
+                    try:
+                        self.queue_listener(topic, mq_all, mq_divided)
+                    except Exception:
+                        log.exception("the queue listener failed for topic %s", topic)
+            case ShutdownComplete():
+                self._shutdown_done.set()
+            case _:
+                raise TypeError(f"unknown action {action!r}")
+
+    # ------------------------------------------------------------------ requests (I/O pool)
+
+    def _fetch_route(self, topic: str) -> Event | None:
+        try:
+            route = self.transport.route(topic)
+        except TransportError as error:
+            log.debug("route of %s: %s", topic, error)
+            return None
+        self.post(lambda: self._route_known(route))
+        return RouteUpdated(topic, frozenset(route.subscribe_queues()))
+
+    def _route_known(self, route: TopicRoute) -> None:
+        """A broker seen for the first time gets a notification stream and a heartbeat at once, so this client
+        is a member there before its first consumer-list fetch (the periodic heartbeat is 30 s away)."""
+        self._routes[route.topic] = route
+        new = [broker for broker in route.brokers() if broker not in self._streams]
+        if not new or self._closing.is_set():
+            return
+        for broker in new:
+            stream = threading.Thread(target=self._listen, args=(broker,), name=f"rr-notify-{broker}", daemon=True)
+            self._streams[broker] = stream
+            stream.start()
+        self._io_call(partial(self._heartbeat, self.core.topics, new))
+
+    def _brokers(self) -> list[str]:
+        return sorted({broker for route in list(self._routes.values()) for broker in route.brokers()})
+
+    def _fetch_consumers(self, topic: str) -> Event:
+        route = self._routes.get(topic)
+        if route is None or not route.queue_datas:
+            return ConsumerListFetched(topic, None)
+        try:
+            ids = self.transport.consumer_list(route.queue_datas[0].broker_name, self.config.consumer_group)
+        except TransportError as error:
+            log.debug("consumer list of %s: %s", topic, error)
+            return ConsumerListFetched(topic, None)
+        return ConsumerListFetched(topic, tuple(ids))
+
+    def _heartbeat(self, topics: tuple[str, ...], brokers: Sequence[str] | None = None) -> None:
+        registration = GroupRegistration(
+            self.config.consumer_group,
+            push=self.config.push_consumer,
+            clustering=self.config.message_model.value == "CLUSTERING",
+            consume_from_where=self.config.consume_from_where.value,
+            topics=topics,
+        )
+        for broker in self._brokers() if brokers is None else brokers:
+            try:
+                self.transport.heartbeat(broker, self.config.client_id, registration)
+            except TransportError as error:
+                log.debug("heartbeat to %s: %s", broker, error)
+
+    def _lock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
+        try:
+            granted = self.transport.lock(broker, self.config.consumer_group, self.config.client_id, queues)
+        except TransportError as error:
+            log.debug("lock at %s: %s", broker, error)
+            granted = set()
+        return LockResult(frozenset(queues), frozenset(granted))
+
+    def _unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
+        try:
+            self.transport.unlock(broker, self.config.consumer_group, self.config.client_id, queues)
+        except TransportError as error:
+            log.debug("unlock at %s: %s", broker, error)
+        return QueuesUnlocked(frozenset(queues))
+
+    def _lookup(
+        self,
+        mq: MessageQueue,
+        request: int,
+        read: Callable[[], int | None],
+        answer: Callable[[MessageQueue, int, int], Event],
+    ) -> Event:
+        try:
+            offset = read()
+        except (TransportError, OffsetStoreError) as error:
+            log.debug("offset of %s: %s", mq, error)
+            return OffsetLookupFailed(mq, request)
+        if offset is None and answer is OffsetRead:
+            return OffsetRead(mq, None, request)
+        if offset is None:
+            return OffsetLookupFailed(mq, request)
+        return answer(mq, offset, request)
+
+    def _persist(self, offsets: Mapping[MessageQueue, int]) -> Event:
+        try:
+            stored = self.offset_store.persist(offsets)
+        except OffsetStoreError as error:
+            log.debug("persist: %s", error)
+            return OffsetsPersistFailed(offsets)
+        missing = {mq: offset for mq, offset in offsets.items() if mq not in stored}
+        if missing:
+            self.post(OffsetsPersistFailed(missing))
+        return OffsetsPersisted(stored)
+
+    # ------------------------------------------------------------------ pulling and consuming
+
+    def _pull(self, mq: MessageQueue) -> None:
+        run = self._runs.get(mq)
+        if run is None or run.stopped or run.pulling or self._closing.is_set():
+            return
+        if len(run.buffered) >= self.settings.buffer_limit:
+            self._later(0.05, lambda: self._pull(mq))  # flow control: let the listener catch up first
+            return
+        run.pulling = True
+        generation, offset = run.generation, run.next_offset
+
+        def work() -> None:
+            try:
+                result = self.transport.pull(
+                    mq, self.config.consumer_group, offset, self.settings.pull_batch_size, self.settings.pull_wait_ms
+                )
+            except TransportError as error:
+                log.debug("pull %s: %s", mq, error)
+                self.post(lambda: self._pull_failed(mq, generation))
+                return
+            self.post(lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages))
+
+        self._io.submit(work)
+
+    def _current(self, mq: MessageQueue, generation: int) -> _QueueRun | None:
+        run = self._runs.get(mq)
+        if run is None or run.generation != generation:
+            return None
+        run.pulling = False
+        return None if run.stopped else run
+
+    def _pull_failed(self, mq: MessageQueue, generation: int) -> None:
+        if self._current(mq, generation) is not None:
+            self._later(self.settings.pull_error_backoff, lambda: self._pull(mq))
+
+    def _pulled(
+        self, mq: MessageQueue, generation: int, status: str, next_offset: int, messages: tuple[Message, ...]
+    ) -> None:
+        run = self._current(mq, generation)
+        if run is None:
+            return
+        if status == PullStatus.OFFSET_ILLEGAL:
+            self._handle(OffsetIllegal(mq, next_offset))
+            return
+        run.next_offset = next_offset
+        for message in messages:
+            run.buffered[message.queue_offset] = message
+        self._handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
+        self._dispatch(mq)
+        self._pull(mq)
+
+    def _dispatch(self, mq: MessageQueue) -> None:
+        """Hand buffered messages to the listener while the core says the queue may give them out."""
+        run = self._runs.get(mq)
+        if run is None or self.listener is None:
+            return
+        limit = 1 if self.config.consume_orderly else self.settings.consume_threads * 2
+        while run.buffered and run.busy < limit and not run.stopped:
+            if not self.core.is_dispatchable(mq, time.monotonic()):
+                if not run.dispatch_waiting:
+                    run.dispatch_waiting = True
+                    self._later(self.config.lock_retry_interval, lambda: self._dispatch_again(mq, run))
+                return
+            offsets = sorted(run.buffered)[: self.settings.consume_batch_size]
+            batch = [run.buffered.pop(offset) for offset in offsets]
+            self._handle(MessagesDispatched(mq, tuple(offsets)))
+            run.busy += 1
+            self._consume.submit(self._consume_batch, mq, run.generation, batch)
+
+    def _dispatch_again(self, mq: MessageQueue, run: _QueueRun) -> None:
+        run.dispatch_waiting = False
+        self._dispatch(mq)
+
+    def _consume_batch(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
+        assert self.listener is not None
+        try:
+            self.listener(batch)
+        except Exception:
+            log.warning(
+                "listener failed on %s offsets %s; retrying", mq, [m.queue_offset for m in batch], exc_info=True
+            )
+            self.post(lambda: self._failed(mq, generation, batch))
+            return
+        with self._stats_lock:
+            self.consumed += len(batch)
+        self.post(lambda: self._consumed(mq, generation, batch))
+
+    def _consumed(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
+        run = self._runs.get(mq)
+        if run is not None and run.generation == generation:
+            run.busy -= 1
+        self._handle(MessagesConsumed(mq, tuple(m.queue_offset for m in batch)))
+        self._dispatch(mq)
+
+    def _failed(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
+        """Not consumed: try again while the queue is ours; once it is not, the next owner re-delivers it."""
+        run = self._runs.get(mq)
+        if run is None or run.generation != generation:
+            return
+        run.busy -= 1
+
+        def retry() -> None:
+            current = self._runs.get(mq)
+            if current is None or current.generation != generation or current.stopped:
+                return
+            if not self.core.is_dispatchable(mq, time.monotonic()):
+                self._later(self.settings.retry_delay, retry)
+                return
+            current.busy += 1
+            self._consume.submit(self._consume_batch, mq, generation, batch)
+
+        self._later(self.settings.retry_delay, retry)
+
+    # ------------------------------------------------------------------ notifications
+
+    def _listen(self, broker: str) -> None:
+        """Keep this broker's notification stream open; every (re)connection and notification wakes a round."""
+        low, high = self.settings.reconnect_backoff
+        backoff = low
+        while not self._closing.is_set():
+            try:
+                stream = self.transport.connect(broker, self.config.client_id)
+            except TransportError:
+                stream = None
+            if stream is not None:
+                self._open_streams[broker] = stream
+                if self._closing.is_set():  # shutdown began while connecting
+                    stream.cancel()
+                self.post(ConsumerIdsChanged())
+                try:
+                    for group in stream:
+                        backoff = low
+                        if group == self.config.consumer_group:
+                            self.post(ConsumerIdsChanged())
+                except TransportError as error:
+                    log.debug("notification stream of %s: %s", broker, error)
+            if self._closing.wait(backoff):
+                return
+            backoff = min(high, backoff * 2)

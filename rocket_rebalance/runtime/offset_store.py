@@ -1,0 +1,128 @@
+"""Where consumed offsets are kept: on the brokers (clustering) or in a local file (broadcasting).
+
+Both stores answer the core's two questions the same way: ``read(mq)`` gives the stored offset (``None`` when none
+was ever stored) or raises :class:`OffsetStoreError`, and ``persist(offsets)`` writes a batch and returns the part
+that is now stored at least that far. Neither ever moves an offset backwards on its own accord.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.runtime.transport import Transport, TransportError
+
+__all__ = ["LocalFileOffsetStore", "OffsetStore", "OffsetStoreError", "RemoteOffsetStore", "default_offset_path"]
+
+
+class OffsetStoreError(OSError):
+    """An offset could not be read or written; the queue is skipped (read) or the write retried (persist)."""
+
+
+class OffsetStore(Protocol):
+    def read(self, mq: MessageQueue) -> int | None: ...
+
+    def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]: ...
+
+
+class RemoteOffsetStore:
+    """Offsets on the brokers, per consumer group (RocketMQ's ``RemoteBrokerOffsetStore``)."""
+
+    def __init__(self, transport: Transport, consumer_group: str, client_id: str) -> None:
+        self._transport = transport
+        self._group = consumer_group
+        self._client_id = client_id
+
+    def read(self, mq: MessageQueue) -> int | None:
+        try:
+            return self._transport.query_offsets(mq.broker_name, self._group, [mq]).get(mq)
+        except TransportError as error:
+            raise OffsetStoreError(str(error)) from None
+
+    def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+        """Write per broker; a broker that fails leaves its queues out of the answer (the core retries them)."""
+        by_broker: dict[str, dict[MessageQueue, int]] = {}
+        for mq, offset in offsets.items():
+            by_broker.setdefault(mq.broker_name, {})[mq] = offset
+        stored: dict[MessageQueue, int] = {}
+        failures = []
+        for broker, batch in by_broker.items():
+            try:
+                result = self._transport.update_offsets(broker, self._group, self._client_id, batch)
+            except TransportError as error:
+                failures.append(str(error))
+                continue
+            stored.update({mq: batch[mq] for mq, at in result.items() if mq in batch and at >= batch[mq]})
+        if failures and not stored:
+            raise OffsetStoreError("; ".join(failures))
+        return stored
+
+
+def default_offset_path(client_id: str, consumer_group: str) -> Path:
+    """``~/.rocket_rebalance/offsets/<client>/<group>/offsets.json`` (Java keeps ``~/.rocketmq_offsets`` alike)."""
+    safe_client = client_id.replace("/", "_").replace(":", "_")
+    return Path.home() / ".rocket_rebalance" / "offsets" / safe_client / consumer_group / "offsets.json"
+
+
+class LocalFileOffsetStore:
+    """Offsets in a JSON file, for broadcasting consumers (each keeps its own progress).
+
+    A write goes to a temporary file, is fsynced, and replaces the file by rename, after the previous file was
+    kept as ``.bak``; a read falls back to ``.bak`` when the file is missing or damaged, so a crash at any point
+    leaves a readable file. Offsets only move forward.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._backup = path.with_name(path.name + ".bak")
+        self._lock = threading.Lock()
+        self._offsets: dict[MessageQueue, int] = self._load()
+
+    def _load(self) -> dict[MessageQueue, int]:
+        for candidate in (self.path, self._backup):
+            try:
+                document = json.loads(candidate.read_text(encoding="utf-8"))
+                return {MessageQueue.from_dict(item): int(item["offset"]) for item in document["offsets"]}
+            except FileNotFoundError:
+                continue
+            except (ValueError, KeyError, TypeError):
+                continue  # damaged: a crash mid-write cannot do this (rename is atomic), a person editing can
+        return {}
+
+    def read(self, mq: MessageQueue) -> int | None:
+        with self._lock:
+            return self._offsets.get(mq)
+
+    def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+        with self._lock:
+            merged = dict(self._offsets)
+            for mq, offset in offsets.items():
+                merged[mq] = max(offset, merged.get(mq, offset))
+            try:
+                self._write(merged)
+            except OSError as error:
+                raise OffsetStoreError(f"cannot write {self.path}: {error}") from None
+            self._offsets = merged
+            return dict(offsets)
+
+    def _write(self, offsets: Mapping[MessageQueue, int]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        document = {"offsets": [mq.to_dict() | {"offset": offset} for mq, offset in sorted(offsets.items())]}
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with temporary.open("w", encoding="utf-8") as handle:
+            json.dump(document, handle, ensure_ascii=False, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if self.path.exists():
+            os.replace(self.path, self._backup)
+        os.replace(temporary, self.path)
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
