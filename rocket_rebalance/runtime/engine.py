@@ -510,6 +510,8 @@ class Engine:
                 self._open_streams[broker] = stream
                 if self._closing.is_set():  # shutdown began while connecting
                     stream.cancel()
+                # A (re)connected broker may have restarted and forgotten us: register before rebalancing.
+                self._heartbeat(self.core.topics, [broker])
                 self.post(ConsumerIdsChanged())
                 try:
                     for group in stream:
@@ -518,6 +520,18 @@ class Engine:
                             self.post(ConsumerIdsChanged())
                 except TransportError as error:
                     log.debug("notification stream of %s: %s", broker, error)
+                if not self._closing.is_set():
+                    self.post(partial(self._connection_lost, broker))
             if self._closing.wait(backoff):
                 return
             backoff = min(high, backoff * 2)
+
+    def _connection_lost(self, broker: str) -> None:
+        """The broker releases a client's locks when its connection closes, so ours there are gone now: say so
+        to the core at once (a refused lock), rather than consuming on until the client lock lifetime ends
+        while another consumer may already hold the queue."""
+        if not self.config.uses_locks:
+            return
+        held = frozenset(mq for mq in self.core.held_queues() if mq.broker_name == broker)
+        if held:
+            self._handle(LockResult(held, frozenset()))

@@ -1,0 +1,154 @@
+"""Several consumer processes against a real stub: joins, leaves, crashes, restarts, lost notifications.
+
+After every step the group must settle with each queue owned by exactly one live consumer (by the consumers' own
+reports) and every produced message consumed; duplicates are allowed only where a crash left work in flight.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocket_rebalance._proto.v1 import admin_pb2
+from rocket_rebalance.runtime.admin import consumer_progress
+from rocket_rebalance.runtime.local_cluster import LocalCluster
+from tests.e2e.conftest import inject
+
+pytestmark = pytest.mark.e2e
+
+
+def settle(cluster: LocalCluster, timeout: float = 30.0) -> None:
+    cluster.wait_until(cluster.balanced, timeout)
+    cluster.wait_until(cluster.caught_up, timeout)
+
+
+def committed(cluster: LocalCluster) -> dict[tuple[str, int], int]:
+    return {
+        (r.mq.broker_name, r.mq.queue_id): r.consumer_offset for r in consumer_progress(cluster.address, cluster.group)
+    }
+
+
+def test_join_graceful_leave_and_kill(cluster: LocalCluster) -> None:
+    for name in ("c1", "c2", "c3"):
+        cluster.start_consumer(name)
+    cluster.produce(300)
+    settle(cluster)
+    assert sorted(len(q) for q in cluster.ownership().values()) == [2, 3, 3]
+    history = [committed(cluster)]
+
+    cluster.start_consumer("c4")
+    cluster.produce(200)
+    settle(cluster)
+    assert sorted(len(q) for q in cluster.ownership().values()) == [2, 2, 2, 2]
+    history.append(committed(cluster))
+
+    stopped = cluster.consumers["c2"].stop()
+    assert stopped is not None and stopped["clean"] is True
+    cluster.produce(200)
+    settle(cluster)
+    history.append(committed(cluster))
+
+    cluster.consumers["c3"].kill()  # idle: nothing in flight, so nothing may be consumed twice
+    cluster.produce(100)
+    settle(cluster)
+    history.append(committed(cluster))
+
+    assert set(cluster.ownership()) == {"c1", "c4"}
+    delivery = cluster.delivery()
+    assert delivery.missing(cluster.max_offsets()) == 0
+    assert delivery.duplicates == 0
+    for earlier, later in zip(history, history[1:], strict=False):
+        assert all(later[queue] >= offset for queue, offset in earlier.items()), "a committed offset went backwards"
+
+
+def test_kill_while_consuming_redelivers_only_the_killed_consumers_work(cluster: LocalCluster) -> None:
+    cluster.start_consumer("c1", "--work-ms", "20")
+    victim = cluster.start_consumer("c2", "--work-ms", "20")
+    cluster.wait_until(cluster.balanced)
+    cluster.produce(400)
+    cluster.wait_until(lambda: victim.record.exists() and len(victim.record.read_text().splitlines()) > 20)
+    victims_queues = victim.owned(cluster.topic) or set()
+    victim.kill()
+    settle(cluster, timeout=60)
+    delivery = cluster.delivery()
+    assert delivery.missing(cluster.max_offsets()) == 0
+    doubled = {f"{broker}:{queue}" for (_, broker, queue, _), count in delivery.counts.items() if count > 1}
+    assert doubled <= victims_queues, "only queues the crashed consumer held may be re-delivered"
+
+
+def test_stub_restart_loses_nothing(cluster: LocalCluster) -> None:
+    for name in ("c1", "c2"):
+        cluster.start_consumer(name)
+    cluster.produce(200)
+    settle(cluster)
+    before = committed(cluster)
+    cluster.stub.restart()
+    after_restart = committed(cluster)
+    assert after_restart == before, "offsets survive a restart of the stub"
+    cluster.produce(200)
+    settle(cluster, timeout=60)
+    delivery = cluster.delivery()
+    assert delivery.missing(cluster.max_offsets()) == 0
+    assert delivery.duplicates == 0
+
+
+def test_lost_notifications_are_made_up_by_the_periodic_round(cluster: LocalCluster) -> None:
+    first = cluster.start_consumer("c1")
+    cluster.wait_until(cluster.balanced)
+    for broker in ("broker-a", "broker-b"):
+        inject(cluster.address, broker, admin_pb2.DROP_NOTIFICATIONS, "c1")
+    rounds_before = len(first.events)
+    cluster.start_consumer("c2")
+    cluster.wait_until(cluster.balanced, timeout=30)  # c1 learns of c2 only from its 2 s periodic round
+    assert len(first.events) > rounds_before
+    assert sorted(len(q) for q in cluster.ownership().values()) == [4, 4]
+
+
+def test_split_views_between_brokers_stay_safe(cluster: LocalCluster) -> None:
+    cluster.start_consumer("c1")
+    cluster.wait_until(cluster.balanced)
+    # broker-a never records c2's heartbeats: the brokers disagree on the member list for good. Every consumer
+    # reads the list from the same broker (the route's first), so they agree with each other all the same.
+    inject(cluster.address, "broker-a", admin_pb2.DROP_HEARTBEATS, "c2")
+    c2 = cluster.start_consumer("c2")
+    cluster.produce(200)
+    cluster.wait_until(cluster.caught_up, timeout=30)
+    cluster.wait_until(cluster.single_owners, timeout=30)
+    assert not c2.owned(cluster.topic), "broker-a, which every consumer asks, does not list c2"
+    delivery = cluster.delivery()
+    assert delivery.missing(cluster.max_offsets()) == 0 and delivery.duplicates == 0
+
+
+def test_orderly_consumers_never_process_one_queue_at_the_same_time(cluster: LocalCluster) -> None:
+    for name in ("c1", "c2"):
+        cluster.start_consumer(name, "--orderly", "--work-ms", "5")
+    cluster.produce(300)
+    cluster.start_consumer("c3", "--orderly", "--work-ms", "5")
+    cluster.wait_until(lambda: len(cluster.delivery().counts) > 100)
+    cluster.consumers["c1"].stop()
+    settle(cluster, timeout=60)
+    spans: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
+    for consumer in cluster.consumers.values():
+        for line in consumer.record.read_text().splitlines():
+            item = json.loads(line)
+            spans.setdefault((item["broker"], item["queue"]), []).append((item["t0"], item["t1"], item["client"]))
+    for queue, intervals in spans.items():
+        intervals.sort()
+        for (start, end, owner), (next_start, _, next_owner) in zip(intervals, intervals[1:], strict=False):
+            if owner != next_owner:
+                assert next_start >= end, f"{queue}: {owner} and {next_owner} consumed it at the same time"
+    assert cluster.delivery().missing(cluster.max_offsets()) == 0
+
+
+def test_broadcasting_gives_every_consumer_every_message(cluster: LocalCluster) -> None:
+    for name in ("b1", "b2"):
+        cluster.start_consumer(name, "--broadcast", "--offsets", str(cluster.work_dir / f"{name}-offsets.json"))
+    cluster.wait_until(lambda: all(len(c.owned(cluster.topic) or ()) == 8 for c in cluster.live()))
+    cluster.produce(160)
+    cluster.wait_until(lambda: sum(cluster.delivery().counts.values()) >= 320, timeout=30)
+    per_client: dict[str, int] = {}
+    for consumer in cluster.consumers.values():
+        per_client[consumer.client_id] = len(consumer.record.read_text().splitlines())
+    assert per_client == {"b1": 160, "b2": 160}
+    assert (cluster.work_dir / "b1-offsets.json").exists()
