@@ -30,7 +30,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/allocation.py
 
 proto: $(STAMP)
-	$(PY) -m nameserver_stub._gen_proto
+	$(PY) tools/gen_proto.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

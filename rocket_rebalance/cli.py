@@ -17,7 +17,12 @@ from rocket_rebalance.commands import CommandError
 
 __all__ = ["COMMAND_MODULES", "CommandError", "main"]
 
-COMMAND_MODULES: tuple[str, ...] = ("rocket_rebalance.commands.demo", "rocket_rebalance.commands.preview")
+COMMAND_MODULES: tuple[str, ...] = (
+    "rocket_rebalance.commands.demo",
+    "rocket_rebalance.commands.preview",
+    "rocket_rebalance.commands.client",
+    "rocket_rebalance.pipeline.commands",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
