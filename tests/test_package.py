@@ -16,7 +16,9 @@ def test_import_does_not_load_grpc_pyspark_or_hypothesis() -> None:
 
 
 def test_console_entry_runs_the_demo() -> None:
-    out = subprocess.run([sys.executable, "-m", "rocket_rebalance", "demo"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "rocket_rebalance", "demo", "--static"], capture_output=True, text=True, check=True
+    )
     assert "CONSISTENT_HASH" in out.stdout and "MACHINE_ROOM_NEARBY-AVG" in out.stdout
 
 

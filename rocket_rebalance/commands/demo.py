@@ -1,17 +1,23 @@
-"""``rocket-rebalance demo``: how each strategy splits a sample topic, and what one join moves.
+"""``rocket-rebalance demo``: a live group on this machine, and (``--static``) how each strategy splits a topic.
 
-A first look for a new user, with no server: two brokers of eight queues, three consumers, a fourth joining.
+The live demo runs a real ``nameserver_stub`` and real consumer processes: three consumers and a producer, then a
+fourth consumer joins, one leaves gracefully and one is killed. After each step it prints who owns which queue,
+checks that every queue has exactly one owner and that every message was consumed, and exits 0 only if so.
+The static part needs no server: two brokers of eight queues, three consumers, a fourth joining.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import balance, movement, plan
+from rocket_rebalance.runtime.local_cluster import LocalCluster
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
-__all__ = ["register", "sample_strategies", "show_allocations"]
+__all__ = ["live_demo", "register", "sample_strategies", "show_allocations"]
 
 TOPIC = "TopicTest"
 QUEUES = [MessageQueue(TOPIC, broker, queue_id) for broker in ("hz@broker-a", "sh@broker-b") for queue_id in range(8)]
@@ -58,11 +64,62 @@ def show_allocations() -> str:
     return "\n".join(lines)
 
 
+def _print_step(cluster: LocalCluster, title: str) -> bool:
+    """Wait for the group to settle, print who owns what, and say whether every message was consumed once."""
+    try:
+        waited = cluster.wait_until(cluster.balanced, timeout=60)
+        cluster.wait_until(cluster.caught_up, timeout=60)
+    except TimeoutError as error:
+        print(f"\n== {title}: did not settle ({error})")
+        return False
+    delivery = cluster.delivery()
+    missing = delivery.missing(cluster.max_offsets())
+    print(f"\n== {title} (settled {waited:.1f} s after the step)")
+    for cid, queues in sorted(cluster.ownership().items()):
+        print(f"  {cid:<4} owns {len(queues)}: {' '.join(sorted(queues))}")
+    owners = [q for queues in cluster.ownership().values() for q in queues]
+    print(
+        f"  every queue has exactly one owner: {len(owners) == len(set(owners)) == len(cluster.queues)}; "
+        f"consumed {sum(delivery.counts.values())} messages, missing {missing}, consumed twice {delivery.duplicates}"
+    )
+    return missing == 0
+
+
+def live_demo(work_dir: Path) -> bool:
+    """The live demo in ``work_dir``; True when every step settled with nothing lost."""
+    ok = True
+    with LocalCluster(work_dir, group="GID_demo") as cluster:
+        print(f"nameserver_stub on {cluster.address}: topic {cluster.topic}, 2 brokers x 4 queues, group GID_demo")
+        for name in ("c1", "c2", "c3"):
+            cluster.start_consumer(name, "--work-ms", "2")
+        cluster.produce(300)
+        ok &= _print_step(cluster, "three consumers, 300 messages produced")
+        cluster.start_consumer("c4", "--work-ms", "2")
+        cluster.produce(200)
+        ok &= _print_step(cluster, "c4 joined, 200 more messages")
+        stopped = cluster.consumers["c2"].stop()
+        print(f"\nc2 left gracefully: {stopped}")
+        cluster.produce(200)
+        ok &= _print_step(cluster, "c2 left, 200 more messages")
+        cluster.consumers["c3"].kill()
+        print("\nc3 was killed (SIGKILL)")
+        cluster.produce(100)
+        ok &= _print_step(cluster, "c3 killed, 100 more messages")
+    return ok
+
+
 def _run(args: argparse.Namespace) -> int:
     print(show_allocations())
-    return 0
+    if args.static:
+        return 0
+    print("\n\n# Live: a stub and consumer processes on this machine\n")
+    with tempfile.TemporaryDirectory(prefix="rocket-rebalance-demo-") as folder:
+        ok = live_demo(Path(folder))
+    print("\ndemo " + ("passed: every queue had one owner after each step and nothing was lost" if ok else "FAILED"))
+    return 0 if ok else 1
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("demo", help="show how each strategy splits a sample topic")
+    parser = subparsers.add_parser("demo", help="a live group on this machine, and how each strategy splits a topic")
+    parser.add_argument("--static", action="store_true", help="only the strategy overview (no processes)")
     parser.set_defaults(handler=_run)

@@ -7,6 +7,8 @@ reports) and every produced message consumed; duplicates are allowed only where 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -152,3 +154,15 @@ def test_broadcasting_gives_every_consumer_every_message(cluster: LocalCluster) 
         per_client[consumer.client_id] = len(consumer.record.read_text().splitlines())
     assert per_client == {"b1": 160, "b2": 160}
     assert (cluster.work_dir / "b1-offsets.json").exists()
+
+
+def test_live_demo_passes() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rocket_rebalance", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "demo passed" in done.stdout and "missing 0, consumed twice 0" in done.stdout
