@@ -141,6 +141,9 @@ class Engine:
         self._generations = itertools.count(1)
         self._routes: dict[str, TopicRoute] = {}
         self._streams: dict[str, threading.Thread] = {}
+        self._topics = self.core.topics  # what heartbeats announce; refreshed from each SendHeartbeat
+        self._known_brokers: set[str] = set()
+        self._brokers_lock = threading.Lock()
         self._open_streams: dict[str, NotificationStream] = {}
         self._closing = threading.Event()
         self._shutdown_done = threading.Event()
@@ -153,7 +156,13 @@ class Engine:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        """As Java's ``start()``: learn the routes and register at their brokers first, then rebalance at once,
+        so the first round already has queues and finds this client in the member list."""
         self._thread.start()
+        for topic in self._topics:
+            event = self._fetch_route(topic)
+            if event is not None:
+                self.post(event)
         self.post(Started())
 
     def shutdown(self, timeout: float = 15.0) -> bool:
@@ -250,6 +259,7 @@ class Engine:
             case FetchConsumerList(topic=topic):
                 self._io_call(lambda: self._fetch_consumers(topic))
             case SendHeartbeat(topics=topics):
+                self._topics = topics
                 self._io_call(lambda: self._heartbeat(topics))
             case LockQueues(broker_name=broker, queues=queues):
                 self._io_call(lambda: self._lock(broker, queues))
@@ -288,29 +298,35 @@ class Engine:
     # ------------------------------------------------------------------ requests (I/O pool)
 
     def _fetch_route(self, topic: str) -> Event | None:
+        """Fetch a route; a broker seen for the first time is sent a heartbeat before the route is reported, so
+        this client is a member there before any round asks it for the member list (the periodic heartbeat is
+        30 s away)."""
         try:
             route = self.transport.route(topic)
         except TransportError as error:
             log.debug("route of %s: %s", topic, error)
             return None
-        self.post(lambda: self._route_known(route))
+        with self._brokers_lock:
+            new = [broker for broker in route.brokers() if broker not in self._known_brokers]
+            self._known_brokers.update(new)
+        if new:
+            self._heartbeat(self._topics, new)
+        self.post(partial(self._route_known, route, new))
         return RouteUpdated(topic, frozenset(route.subscribe_queues()))
 
-    def _route_known(self, route: TopicRoute) -> None:
-        """A broker seen for the first time gets a notification stream and a heartbeat at once, so this client
-        is a member there before its first consumer-list fetch (the periodic heartbeat is 30 s away)."""
+    def _route_known(self, route: TopicRoute, new_brokers: list[str]) -> None:
+        """Keep the route, and open a notification stream to each broker seen for the first time."""
         self._routes[route.topic] = route
-        new = [broker for broker in route.brokers() if broker not in self._streams]
-        if not new or self._closing.is_set():
-            return
-        for broker in new:
-            stream = threading.Thread(target=self._listen, args=(broker,), name=f"rr-notify-{broker}", daemon=True)
-            self._streams[broker] = stream
-            stream.start()
-        self._io_call(partial(self._heartbeat, self.core.topics, new))
+        for broker in new_brokers:
+            if broker not in self._streams and not self._closing.is_set():
+                stream = threading.Thread(target=self._listen, args=(broker,), name=f"rr-notify-{broker}", daemon=True)
+                self._streams[broker] = stream
+                stream.start()
 
     def _brokers(self) -> list[str]:
-        return sorted({broker for route in list(self._routes.values()) for broker in route.brokers()})
+        """Every broker any route has named (read from I/O threads too, hence the lock)."""
+        with self._brokers_lock:
+            return sorted(self._known_brokers)
 
     def _fetch_consumers(self, topic: str) -> Event:
         route = self._routes.get(topic)
@@ -511,7 +527,7 @@ class Engine:
                 if self._closing.is_set():  # shutdown began while connecting
                     stream.cancel()
                 # A (re)connected broker may have restarted and forgotten us: register before rebalancing.
-                self._heartbeat(self.core.topics, [broker])
+                self._heartbeat(self._topics, [broker])
                 self.post(ConsumerIdsChanged())
                 try:
                     for group in stream:

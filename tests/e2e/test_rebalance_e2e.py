@@ -153,7 +153,12 @@ def test_broadcasting_gives_every_consumer_every_message(cluster: LocalCluster) 
     for consumer in cluster.consumers.values():
         per_client[consumer.client_id] = len(consumer.record.read_text().splitlines())
     assert per_client == {"b1": 160, "b2": 160}
-    assert (cluster.work_dir / "b1-offsets.json").exists()
+    cluster.consumers["b1"].stop()  # shutdown persists the local offsets
+    stored = json.loads((cluster.work_dir / "b1-offsets.json").read_text())["offsets"]
+    # produce spreads 160 messages evenly: 20 on each of the 8 queues, all consumed.
+    assert {(o["brokerName"], o["queueId"]): o["offset"] for o in stored if o["topic"] == cluster.topic} == {
+        (mq.broker_name, mq.queue_id): 20 for mq in cluster.queues
+    }
 
 
 def test_live_demo_passes() -> None:
