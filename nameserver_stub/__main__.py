@@ -1,0 +1,118 @@
+"""``nameserver-stub`` / ``python -m nameserver_stub``: run the stub until SIGTERM or SIGINT.
+
+The first line on stdout is the bound ``host:port`` (flushed at once), so a parent process that started the
+stub on port 0 reads one line to learn where it is. Logs go to stderr. Exit status: 0 after a clean stop,
+2 for a configuration the stub refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from nameserver_stub.config import ConfigError, StubConfig, parse_topic_spec
+from nameserver_stub.server import StubServer
+
+TOKEN_ENV = "NAMESERVER_STUB_TOKEN"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nameserver-stub",
+        description="A gRPC stand-in for a RocketMQ NameServer and its brokers (for tests and demos).",
+    )
+    add = parser.add_argument
+    add("--listen", default="127.0.0.1:9876", help="host:port; port 0 picks a free port (default %(default)s)")
+    add("--data-dir", type=Path, default=Path(".stub-data"), help="SQLite files (default %(default)s)")
+    add(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="TOPIC:BROKER=N[,BROKER=N]",
+        help="create or update a topic, e.g. TopicTest:broker-a=4,broker-b=4 (N or READ/WRITE); repeatable",
+    )
+    add("--broker", action="append", default=[], metavar="NAME", help="a broker hosting no topic yet; repeatable")
+    add("--cluster-name", default="DefaultCluster")
+    add(
+        "--client-expiry",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="drop a client after this long without a heartbeat (default %(default)s)",
+    )
+    add(
+        "--lock-expiry",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a queue lock lives this long unless renewed (default %(default)s)",
+    )
+    add("--sweep-interval", type=float, default=1.0, metavar="SECONDS", help="how often expiry is checked")
+    add("--max-long-poll", type=float, default=30.0, metavar="SECONDS", help="cap on a pull's max_wait_ms")
+    add("--enable-faults", action="store_true", help="allow fault-injection admin calls")
+    add("--allow-remote", action="store_true", help="allow a non-loopback listen address")
+    add("--tls-cert", type=Path, help="PEM certificate chain (with --tls-key) to serve TLS")
+    add("--tls-key", type=Path, help="PEM private key")
+    add(
+        "--token",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"shared token required on every call as 'authorization: Bearer TOKEN' (or ${TOKEN_ENV})",
+    )
+    add("--max-workers", type=int, default=1024, help="gRPC worker threads (each open stream holds one)")
+    add("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> StubConfig:
+    return StubConfig(
+        listen=args.listen,
+        data_dir=args.data_dir,
+        topics=tuple(parse_topic_spec(spec) for spec in args.topic),
+        brokers=tuple(args.broker),
+        cluster_name=args.cluster_name,
+        client_expiry=args.client_expiry,
+        lock_expiry=args.lock_expiry,
+        sweep_interval=args.sweep_interval,
+        max_long_poll=args.max_long_poll,
+        enable_faults=args.enable_faults,
+        allow_remote=args.allow_remote,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        token=args.token,
+        max_workers=args.max_workers,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    try:
+        server = StubServer(config_from_args(args)).start()
+    except ConfigError as error:
+        print(f"nameserver-stub: error: {error}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    print(server.address, flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The stub's configuration, and the parsing of its textual pieces (topic specs, listen addresses).
+
+Kept apart from the command line so that tests and demos build a :class:`StubConfig` directly; the CLI only
+turns arguments into one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocket_rebalance.model import check_topic_name
+
+MAX_QUEUE_NUMS = 1024
+PERM_READ = 4
+PERM_WRITE = 2
+PERM_INHERIT = 1
+PERM_READ_WRITE = PERM_READ | PERM_WRITE
+DEFAULT_BROKER = "broker-a"
+
+
+class ConfigError(ValueError):
+    """A configuration the stub refuses to start with; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class TopicQueues:
+    """One topic's queues on one broker, as RocketMQ's TopicConfig."""
+
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = PERM_READ_WRITE
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic and the brokers hosting it, e.g. from ``TopicTest:broker-a=4,broker-b=4``."""
+
+    topic: str
+    brokers: tuple[TopicQueues, ...]
+
+
+@dataclass(frozen=True)
+class StubConfig:
+    """Everything a :class:`nameserver_stub.server.StubServer` needs. Intervals are in seconds."""
+
+    listen: str = "127.0.0.1:9876"
+    data_dir: Path = field(default_factory=lambda: Path(".stub-data"))
+    topics: tuple[TopicSpec, ...] = ()
+    brokers: tuple[str, ...] = ()  # more brokers than the topics name (they host no topic yet)
+    cluster_name: str = "DefaultCluster"
+    client_expiry: float = 120.0
+    lock_expiry: float = 60.0
+    sweep_interval: float = 1.0
+    max_long_poll: float = 30.0
+    enable_faults: bool = False
+    allow_remote: bool = False
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    token: str | None = None
+    max_workers: int = 1024
+
+    def broker_names(self) -> tuple[str, ...]:
+        """Every logical broker: those listed, those the topics name, or ``broker-a`` when there are none."""
+        names = dict.fromkeys(self.brokers)
+        for spec in self.topics:
+            names.update(dict.fromkeys(queues.broker_name for queues in spec.brokers))
+        return tuple(sorted(names)) or (DEFAULT_BROKER,)
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for a configuration that cannot work."""
+        for name in ("client_expiry", "lock_expiry", "sweep_interval", "max_long_poll"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_workers < 4:
+            raise ConfigError(f"max_workers must be at least 4, got {self.max_workers}")
+        for broker in self.broker_names():
+            check_broker_name(broker)
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("TLS needs both a certificate (--tls-cert) and a key (--tls-key)")
+        if self.token is not None and not self.token:
+            raise ConfigError("the token is empty")
+        host, _ = split_listen(self.listen)
+        if not self.allow_remote and not is_loopback(host):
+            raise ConfigError(
+                f"refusing to listen on {host!r}, which is not a loopback address; pass --allow-remote "
+                "(allow_remote=True) to serve other machines"
+            )
+
+
+def check_broker_name(name: str) -> str:
+    """Broker names follow the topic character rules (RocketMQ validates them the same way)."""
+    try:
+        check_topic_name(name)
+    except ValueError as error:
+        raise ConfigError(str(error).replace("topic", "broker name", 1)) from None
+    return name
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """``host:port`` (IPv6 hosts in brackets) into its parts; port 0 means "pick a free port"."""
+    host, sep, port_text = listen.rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"listen address {listen!r} is not host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"listen address {listen!r} has a port that is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"listen port {port} is outside 0..65535")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IPs (127.0.0.0/8, ::1); names other than localhost are not trusted."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_topic_spec(text: str) -> TopicSpec:
+    """Parse ``Topic:broker-a=4,broker-b=4`` (or ``broker-a=8/4`` for 8 read and 4 write queues)."""
+    topic, sep, rest = text.partition(":")
+    if not sep or not rest:
+        raise ConfigError(f"topic spec {text!r} is not TOPIC:BROKER=QUEUES[,BROKER=QUEUES...]")
+    try:
+        check_topic_name(topic)
+    except ValueError as error:
+        raise ConfigError(f"topic spec {text!r}: {error}") from None
+    brokers: dict[str, TopicQueues] = {}
+    for part in rest.split(","):
+        broker, sep, counts = part.strip().partition("=")
+        if not sep:
+            raise ConfigError(f"topic spec {text!r}: {part!r} is not BROKER=QUEUES")
+        check_broker_name(broker)
+        if broker in brokers:
+            raise ConfigError(f"topic spec {text!r}: broker {broker!r} appears twice")
+        read_text, _, write_text = counts.partition("/")
+        try:
+            read = int(read_text)
+            write = int(write_text) if write_text else read
+        except ValueError:
+            raise ConfigError(f"topic spec {text!r}: queue count {counts!r} is not a number") from None
+        for count in (read, write):
+            if not 1 <= count <= MAX_QUEUE_NUMS:
+                raise ConfigError(f"topic spec {text!r}: queue count {count} is outside 1..{MAX_QUEUE_NUMS}")
+        brokers[broker] = TopicQueues(broker, read, write)
+    return TopicSpec(topic, tuple(brokers.values()))

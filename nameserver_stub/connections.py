@@ -1,0 +1,75 @@
+"""A client's notification stream at one broker, seen from the server: a small blocking mailbox.
+
+The gRPC handler of ``Connect`` blocks in :meth:`Connection.next` and yields what it returns, so pushing a
+notification never waits for the network, and a slow or dead client never holds up the others (fan-out is one
+append per client). A notification may carry a delivery time (the delay fault); the mailbox keeps order and
+hands each one out no earlier than its time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from enum import Enum
+
+_RECHECK = 0.5  # seconds; upper bound on a wait, so a delay released by another thread is seen soon
+
+
+class CloseReason(Enum):
+    CLIENT = "client"  # the client closed the stream (or was cancelled)
+    BROKER_DOWN = "broker down"  # fault injection took the broker down
+    SHUTDOWN = "shutdown"  # the server is stopping
+
+
+class Connection:
+    """One open ``Connect`` stream; thread-safe."""
+
+    def __init__(self, broker_name: str, client_id: str) -> None:
+        self.broker_name = broker_name
+        self.client_id = client_id
+        self._cond = threading.Condition()
+        self._pending: deque[tuple[float, str]] = deque()  # (deliver at, monotonic seconds; group)
+        self.close_reason: CloseReason | None = None
+
+    def push(self, group: str, delay: float = 0.0) -> None:
+        """Queue a NOTIFY_CONSUMER_IDS_CHANGED for ``group``, delivered ``delay`` seconds from now."""
+        with self._cond:
+            if self.close_reason is None:
+                self._pending.append((time.monotonic() + delay, group))
+                self._cond.notify_all()
+
+    def release_held(self) -> None:
+        """Make every held-back notification deliverable now (the delay fault was cleared)."""
+        with self._cond:
+            self._pending = deque((0.0, group) for _, group in self._pending)
+            self._cond.notify_all()
+
+    def close(self, reason: CloseReason) -> bool:
+        """Close the mailbox (first reason wins); pending notifications are dropped. True if it was open."""
+        with self._cond:
+            if self.close_reason is not None:
+                return False
+            self.close_reason = reason
+            self._pending.clear()
+            self._cond.notify_all()
+            return True
+
+    @property
+    def closed(self) -> bool:
+        return self.close_reason is not None
+
+    def next(self) -> str | None:
+        """Block until a notification is due and return its group, or ``None`` once the connection closed."""
+        with self._cond:
+            while self.close_reason is None:
+                if self._pending:
+                    due, group = self._pending[0]
+                    wait = due - time.monotonic()
+                    if wait <= 0:
+                        self._pending.popleft()
+                        return group
+                    self._cond.wait(min(wait, _RECHECK))
+                else:
+                    self._cond.wait()
+            return None

@@ -1,0 +1,66 @@
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ConsumeType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONSUME_TYPE_UNSPECIFIED: _ClassVar[ConsumeType]
+    CONSUME_TYPE_PULL: _ClassVar[ConsumeType]
+    CONSUME_TYPE_PUSH: _ClassVar[ConsumeType]
+
+class MessageModel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MESSAGE_MODEL_UNSPECIFIED: _ClassVar[MessageModel]
+    MESSAGE_MODEL_CLUSTERING: _ClassVar[MessageModel]
+    MESSAGE_MODEL_BROADCASTING: _ClassVar[MessageModel]
+
+class ConsumeFromWhere(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONSUME_FROM_WHERE_UNSPECIFIED: _ClassVar[ConsumeFromWhere]
+    CONSUME_FROM_LAST_OFFSET: _ClassVar[ConsumeFromWhere]
+    CONSUME_FROM_FIRST_OFFSET: _ClassVar[ConsumeFromWhere]
+    CONSUME_FROM_TIMESTAMP: _ClassVar[ConsumeFromWhere]
+CONSUME_TYPE_UNSPECIFIED: ConsumeType
+CONSUME_TYPE_PULL: ConsumeType
+CONSUME_TYPE_PUSH: ConsumeType
+MESSAGE_MODEL_UNSPECIFIED: MessageModel
+MESSAGE_MODEL_CLUSTERING: MessageModel
+MESSAGE_MODEL_BROADCASTING: MessageModel
+CONSUME_FROM_WHERE_UNSPECIFIED: ConsumeFromWhere
+CONSUME_FROM_LAST_OFFSET: ConsumeFromWhere
+CONSUME_FROM_FIRST_OFFSET: ConsumeFromWhere
+CONSUME_FROM_TIMESTAMP: ConsumeFromWhere
+
+class MessageQueue(_message.Message):
+    __slots__ = ("topic", "broker_name", "queue_id")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    broker_name: str
+    queue_id: int
+    def __init__(self, topic: _Optional[str] = ..., broker_name: _Optional[str] = ..., queue_id: _Optional[int] = ...) -> None: ...
+
+class SubscriptionData(_message.Message):
+    __slots__ = ("topic", "sub_string", "expression_type", "sub_version")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SUB_STRING_FIELD_NUMBER: _ClassVar[int]
+    EXPRESSION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SUB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    sub_string: str
+    expression_type: str
+    sub_version: int
+    def __init__(self, topic: _Optional[str] = ..., sub_string: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ...) -> None: ...
+
+class QueueOffset(_message.Message):
+    __slots__ = ("queue", "offset")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    queue: MessageQueue
+    offset: int
+    def __init__(self, queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., offset: _Optional[int] = ...) -> None: ...
