@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import threading
 import time
@@ -19,7 +20,7 @@ __all__ = ["register"]
 
 
 def _emit(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, **fields}, ensure_ascii=False), flush=True)
+    print(json.dumps({"event": event, "at": round(time.time(), 4), **fields}, ensure_ascii=False), flush=True)
 
 
 def _queue_names(queues: Sequence[MessageQueue]) -> list[str]:
@@ -61,6 +62,7 @@ def _run_consume(args: argparse.Namespace) -> int:
     from rocket_rebalance.runtime.consumer import PushConsumer, default_client_id
     from rocket_rebalance.runtime.transport import Message
 
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
     client_id = args.client_id or default_client_id()
     recorder = _Recorder(args.record, client_id)
     work = args.work_ms / 1000
@@ -228,6 +230,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--persist-interval", type=float, help="offset persist interval (default 5 s)")
     consume.add_argument("--heartbeat-interval", type=float, help="heartbeat interval (default 30 s)")
     consume.add_argument("--route-interval", type=float, help="route refresh interval (default 30 s)")
+    consume.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     consume.set_defaults(handler=_run_consume)
 
     produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")

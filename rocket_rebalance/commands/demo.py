@@ -71,6 +71,11 @@ def _print_step(cluster: LocalCluster, title: str) -> bool:
         cluster.wait_until(cluster.caught_up, timeout=60)
     except TimeoutError as error:
         print(f"\n== {title}: did not settle ({error})")
+        expected = cluster.expected_ownership()
+        for cid, queues in sorted(cluster.ownership().items()):
+            print(
+                f"  {cid:<4} reports {' '.join(sorted(queues)) or '-'}; the plan says {' '.join(sorted(expected[cid]))}"
+            )
         return False
     delivery = cluster.delivery()
     missing = delivery.missing(cluster.max_offsets())

@@ -2,9 +2,11 @@
 
 One thread (``rebalance-service``, after Java's RebalanceService) owns the core: every event, from any thread,
 goes through its inbox, so the core is never touched concurrently. It carries out the core's actions: network
-and store calls on an I/O pool (their answers come back through the inbox), pulls as one outstanding long-poll
-per active queue, and messages handed to the user's listener on a consume pool (one batch at a time per queue
-when orderly). It sleeps until the core's ``WakeAt`` or its own next timer, and feeds ``Tick`` then.
+and store calls on an I/O pool (their answers come back through the inbox); pulls as one outstanding
+asynchronous long-poll per active queue, holding no thread while it waits (a blocking pull per queue once
+filled the pool and kept membership look-ups waiting a second behind it); messages handed to the user's
+listener on a consume pool, one batch at a time per queue when orderly. It sleeps until the core's ``WakeAt``
+or its own next timer, and feeds ``Tick`` then.
 
 Around it, one thread per broker keeps the notification stream open (NOTIFY_CONSUMER_IDS_CHANGED wakes a round
 at once, as does a reconnect); a lost stream is reopened with backoff and never stops consumption. A server
@@ -69,6 +71,7 @@ from rocket_rebalance.runtime.transport import (
     GroupRegistration,
     Message,
     NotificationStream,
+    PullResult,
     PullStatus,
     Transport,
     TransportError,
@@ -220,9 +223,11 @@ class Engine:
             while self._timers and self._timers[0][0] <= now:
                 heapq.heappop(self._timers)[2]()
             if isinstance(item, Event):
-                if isinstance(item, Tick):
-                    self._wake_at = None
                 self._apply(self.core.handle(item, now))
+                if isinstance(item, Tick):
+                    # The core announces WakeAt only when its earliest deadline changes; after a tick that left
+                    # it unchanged (a round deferred by the minimum interval, say) ask for it, or no tick follows.
+                    self._wake_at = self.core.next_wakeup
             else:
                 item()
 
@@ -407,20 +412,25 @@ class Engine:
             self._later(0.05, lambda: self._pull(mq))  # flow control: let the listener catch up first
             return
         run.pulling = True
-        generation, offset = run.generation, run.next_offset
+        generation = run.generation
 
-        def work() -> None:
-            try:
-                result = self.transport.pull(
-                    mq, self.config.consumer_group, offset, self.settings.pull_batch_size, self.settings.pull_wait_ms
-                )
-            except TransportError as error:
-                log.debug("pull %s: %s", mq, error)
+        def done(result: PullResult | TransportError) -> None:
+            if isinstance(result, TransportError):
+                log.debug("pull %s: %s", mq, result)
                 self.post(lambda: self._pull_failed(mq, generation))
-                return
-            self.post(lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages))
+            else:
+                self.post(
+                    lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
+                )
 
-        self._io.submit(work)
+        self.transport.pull(
+            mq,
+            self.config.consumer_group,
+            run.next_offset,
+            self.settings.pull_batch_size,
+            self.settings.pull_wait_ms,
+            done,
+        )
 
     def _current(self, mq: MessageQueue, generation: int) -> _QueueRun | None:
         run = self._runs.get(mq)

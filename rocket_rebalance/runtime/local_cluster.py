@@ -206,13 +206,14 @@ class LocalCluster:
             *self.consumer_args,
             *extra,
         ]
-        process = subprocess.Popen(
-            _python_module("rocket_rebalance", *args),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        with (self.work_dir / f"consumer-{client_id}.log").open("a") as log:  # the child keeps its own handle
+            process = subprocess.Popen(
+                _python_module("rocket_rebalance", *args),
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         consumer = ConsumerProcess(client_id, process, record)
         threading.Thread(target=consumer.follow, daemon=True).start()
         self.consumers[client_id] = consumer

@@ -117,8 +117,17 @@ class Transport(Protocol):
     def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None: ...
 
     def pull(
-        self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int
-    ) -> PullResult: ...
+        self,
+        mq: MessageQueue,
+        consumer_group: str,
+        offset: int,
+        max_messages: int,
+        wait_ms: int,
+        done: Callable[[PullResult | TransportError], None],
+    ) -> None:
+        """Start a (long-polling) pull and return at once; ``done`` gets the result or the error later, so an
+        idle queue waiting for messages holds no thread."""
+        ...
 
     def max_offset(self, mq: MessageQueue) -> int: ...
 
@@ -277,7 +286,15 @@ class GrpcTransport:
         )
         self._call("UnlockBatchMQ", self._broker.UnlockBatchMQ, request)
 
-    def pull(self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int) -> PullResult:
+    def pull(
+        self,
+        mq: MessageQueue,
+        consumer_group: str,
+        offset: int,
+        max_messages: int,
+        wait_ms: int,
+        done: Callable[[PullResult | TransportError], None],
+    ) -> None:
         request = broker_pb2.PullMessageRequest(
             broker_name=mq.broker_name,
             consumer_group=consumer_group,
@@ -287,11 +304,31 @@ class GrpcTransport:
             max_msg_nums=max_messages,
             max_wait_ms=wait_ms,
         )
-        answer = self._call("PullMessage", self._broker.PullMessage, request, timeout=self._timeout + wait_ms / 1000)
-        messages = tuple(
-            Message(mq, m.queue_offset, m.msg_id, m.body, m.tags, m.keys, dict(m.properties)) for m in answer.messages
-        )
-        return PullResult(_PULL_STATUS.get(answer.status, PullStatus.NO_NEW_MSG), answer.next_begin_offset, messages)
+
+        def finished(future: grpc.Future) -> None:
+            try:
+                answer = future.result()
+            except grpc.RpcError as error:
+                done(_error("PullMessage", self.address, error))
+                return
+            except grpc.FutureCancelledError:
+                done(TransportError(f"PullMessage at {self.address}: cancelled", "CANCELLED"))
+                return
+            messages = tuple(
+                Message(mq, m.queue_offset, m.msg_id, m.body, m.tags, m.keys, dict(m.properties))
+                for m in answer.messages
+            )
+            status = _PULL_STATUS.get(answer.status, PullStatus.NO_NEW_MSG)
+            done(PullResult(status, answer.next_begin_offset, messages))
+
+        try:
+            call = self._broker.PullMessage.future(
+                request, timeout=self._timeout + wait_ms / 1000, metadata=self._metadata
+            )
+        except ValueError as error:  # a closed channel
+            done(TransportError(f"PullMessage at {self.address}: {error}"))
+            return
+        call.add_done_callback(finished)
 
     def max_offset(self, mq: MessageQueue) -> int:
         request = broker_pb2.GetMaxOffsetRequest(broker_name=mq.broker_name, topic=mq.topic, queue_id=mq.queue_id)

@@ -1,0 +1,127 @@
+"""How fast and how cleanly a live group rebalances: 8 consumer processes, 64 queues, real gRPC, steady traffic.
+
+Run: ``.venv/bin/python benchmarks/rebalance.py [--cycles 20]``. For each mode (fenced handover on, and off as in
+Java) it runs ``cycles`` joins (a ninth consumer), graceful leaves (it stops again) and kills (a ninth consumer is
+started, then an original one is SIGKILLed), with a producer sending all along. It prints, per kind of event:
+
+* convergence: seconds from the event (the newcomer up, the SIGTERM sent, the SIGKILL done) until every live
+  consumer reports exactly its share of the plan over the live members (p50 / p99);
+* allocation overlap, queue-seconds: summed over the settling window, queues that two live consumers' latest
+  allocations both contained (with the fence on, the lock keeps the newcomer from consuming those meanwhile);
+* re-delivered: messages consumed more than once, counted from the consumers' own records.
+
+Before each event the group rests ``REST`` seconds, longer than the 1 s minimum between rounds, so each figure is
+one event's convergence rather than a queue of back-to-back rounds. Figures are from this machine in this run;
+compare the two modes side by side (same run, same load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocket_rebalance.runtime.local_cluster import LocalCluster
+
+CONSUMERS = 8
+REST = 1.5
+BROKERS = (("broker-a", 16), ("broker-b", 16), ("broker-c", 16), ("broker-d", 16))
+
+
+@dataclass
+class Tally:
+    seconds: list[float] = field(default_factory=list)
+    double_owned: float = 0.0
+
+
+def settle(cluster: LocalCluster, tally: Tally, poll: float = 0.02, timeout: float = 60.0) -> None:
+    """Wait for the plan to be reached, adding up double-owned queue-seconds on the way."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        owners = Counter(q for queues in cluster.ownership().values() for q in queues)
+        tally.double_owned += poll * sum(1 for count in owners.values() if count > 1)
+        if cluster.balanced():
+            tally.seconds.append(time.monotonic() - start)
+            return
+        time.sleep(poll)
+    raise TimeoutError(f"the group did not settle within {timeout} s")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int]:
+    extra = [] if fenced else ["--no-fence"]
+    args = ["--rebalance-interval", "20", "--persist-interval", "0.5", "--work-ms", "2", *extra]
+    results: dict[str, Tally | int] = {"join": Tally(), "leave": Tally(), "kill": Tally()}
+    with LocalCluster(work_dir, brokers=BROKERS, group="GID_bench", consumer_args=args) as cluster:
+        for index in range(CONSUMERS):
+            cluster.start_consumer(f"c{index:02d}")
+        cluster.wait_until(cluster.balanced, timeout=60)
+        stop = threading.Event()
+
+        def produce() -> None:
+            while not stop.wait(0.2):
+                cluster.produce(64)
+
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        try:
+            for cycle in range(cycles):
+                time.sleep(REST)
+                joiner = cluster.start_consumer(f"j{cycle:02d}")
+                # A join starts when the newcomer is up (its "started" line), not at interpreter start-up.
+                cluster.wait_until(lambda j=joiner: any(e.get("event") == "started" for e in j.events), poll=0.005)
+                settle(cluster, results["join"])  # type: ignore[arg-type]
+                time.sleep(REST)
+                joiner.stop()
+                settle(cluster, results["leave"])  # type: ignore[arg-type]
+                cluster.start_consumer(f"r{cycle:02d}")
+                cluster.wait_until(cluster.balanced, timeout=60)
+                victim = next(c for c in cluster.live() if c.client_id != f"r{cycle:02d}")
+                time.sleep(REST)
+                victim.kill()
+                settle(cluster, results["kill"])  # type: ignore[arg-type]
+        finally:
+            stop.set()
+            producer.join()
+        cluster.wait_until(cluster.caught_up, timeout=120)
+        delivery = cluster.delivery()
+        results["redelivered"] = delivery.duplicates
+        results["missing"] = delivery.missing(cluster.max_offsets())
+        results["consumed"] = sum(delivery.counts.values())
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=20, help="joins, leaves and kills per mode")
+    args = parser.parse_args()
+    print(f"{CONSUMERS} consumers, {sum(n for _, n in BROKERS)} queues, {args.cycles} cycles per mode")
+    print(f"{'mode':<10} {'event':<6} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'overlap q*s':>12}")
+    summary = []
+    for fenced in (True, False):
+        with tempfile.TemporaryDirectory(prefix="rr-bench-") as folder:
+            results = run_mode(Path(folder), fenced, args.cycles)
+        mode = "fence on" if fenced else "fence off"
+        for event in ("join", "leave", "kill"):
+            tally = results[event]
+            assert isinstance(tally, Tally)
+            p50, p99 = statistics.median(tally.seconds), percentile(tally.seconds, 0.99)
+            print(
+                f"{mode:<10} {event:<6} {p50:>7.3f} {p99:>7.3f} {max(tally.seconds):>7.3f} {tally.double_owned:>12.2f}"
+            )
+        counts = f"consumed {results['consumed']}, re-delivered {results['redelivered']}, missing {results['missing']}"
+        summary.append(f"{mode}: {counts}")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()
