@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import signal
@@ -110,6 +111,12 @@ def _run_consume(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # kill -USR1: the engine's state as a JSON line on stdout and, through faulthandler (registered after the
+    # Python handler so that it chains to it), every thread's stack on stderr.
+    signal.signal(
+        signal.SIGUSR1, lambda *_: threading.Thread(target=lambda: _emit("state", **consumer.describe())).start()
+    )
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
     consumer.start()
     _emit("started", client=client_id, group=args.group, topics=args.topic)
     while not stop.wait(args.report_interval):

@@ -135,6 +135,10 @@ class PushConsumer:
         """The queues this consumer owns now, per topic (the retry topic included)."""
         return {} if self._engine is None else self._engine.owned()
 
+    def describe(self) -> dict[str, object]:
+        """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis."""
+        return {"started": False} if self._engine is None else self._engine.describe()
+
     @property
     def consumed(self) -> int:
         """Messages the listener finished so far."""

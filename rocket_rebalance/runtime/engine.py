@@ -173,11 +173,10 @@ class Engine:
         self.post(ShutdownRequested())
         clean = self._shutdown_done.wait(timeout)
         self._closing.set()
-        for broker in self._brokers():
-            try:
-                self.transport.unregister(broker, self.config.client_id, self.config.consumer_group)
-            except TransportError as error:
-                log.warning("unregister at %s failed: %s", broker, error)
+        brokers = self._brokers()
+        if brokers:  # at every broker at once: the group rebalances as soon as one of them says we left
+            with ThreadPoolExecutor(len(brokers), thread_name_prefix="rr-unregister") as pool:
+                list(pool.map(self._unregister, brokers))
         for stream in list(self._open_streams.values()):
             stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
         self._inbox.put(None)
@@ -187,9 +186,38 @@ class Engine:
         self.transport.close()
         return clean
 
+    def _unregister(self, broker: str) -> None:
+        try:
+            self.transport.unregister(broker, self.config.client_id, self.config.consumer_group)
+        except TransportError as error:
+            log.warning("unregister at %s failed: %s", broker, error)
+
     def post(self, item: Event | Callable[[], None]) -> None:
         """Hand an event (or a callback to run on the service thread) to the core's thread."""
         self._inbox.put(item)
+
+    def describe(self) -> dict[str, object]:
+        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues."""
+        done = threading.Event()
+        state: dict[str, object] = {}
+
+        def snapshot() -> None:
+            now = time.monotonic()
+            state.update(
+                rounds=self.core.rounds,
+                next_wakeup_in=None if self.core.next_wakeup is None else round(self.core.next_wakeup - now, 3),
+                engine_wake_in=None if self._wake_at is None else round(self._wake_at - now, 3),
+                allocated={topic: sorted(map(str, self.core.allocated(topic))) for topic in self.core.topics},
+                queues={str(mq): str(self.core.state_of(mq)) for mq in self.core.held_queues()},
+                inbox=self._inbox.qsize(),
+                timers=len(self._timers),
+            )
+            done.set()
+
+        self.post(snapshot)
+        if not done.wait(5):
+            return {"service_thread": "not answering within 5 s", "alive": self._thread.is_alive()}
+        return state
 
     def owned(self) -> dict[str, frozenset[MessageQueue]]:
         """What the listener was last told, per topic (safe to call from any thread: a snapshot)."""
@@ -222,14 +250,18 @@ class Engine:
             now = time.monotonic()
             while self._timers and self._timers[0][0] <= now:
                 heapq.heappop(self._timers)[2]()
-            if isinstance(item, Event):
-                self._apply(self.core.handle(item, now))
-                if isinstance(item, Tick):
-                    # The core announces WakeAt only when its earliest deadline changes; after a tick that left
-                    # it unchanged (a round deferred by the minimum interval, say) ask for it, or no tick follows.
-                    self._wake_at = self.core.next_wakeup
-            else:
-                item()
+            try:
+                if isinstance(item, Event):
+                    self._apply(self.core.handle(item, now))
+                    if isinstance(item, Tick):
+                        # The core announces WakeAt only when its earliest deadline changes; after a tick that
+                        # left it unchanged (a round deferred by the minimum interval, say) ask for it, or no
+                        # tick follows.
+                        self._wake_at = self.core.next_wakeup
+                else:
+                    item()
+            except Exception:  # nothing may stop the service thread: the consumer would freeze, alive but idle
+                log.exception("the rebalance service failed on %r", item)
 
     def _later(self, delay: float, callback: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + delay, next(self._sequence), callback))

@@ -90,6 +90,8 @@ class LocalFileOffsetStore:
                 return {MessageQueue.from_dict(item): int(item["offset"]) for item in document["offsets"]}
             except FileNotFoundError:
                 continue
+            except OSError as error:  # not a missing file but an unusable place: starting empty would lose offsets
+                raise OffsetStoreError(f"cannot read {candidate}: {error}") from None
             except (ValueError, KeyError, TypeError):
                 continue  # damaged: a crash mid-write cannot do this (rename is atomic), a person editing can
         return {}
