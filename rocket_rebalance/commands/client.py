@@ -8,6 +8,7 @@ import faulthandler
 import json
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -20,8 +21,16 @@ from rocket_rebalance.model import MessageQueue, sort_queues
 __all__ = ["register"]
 
 
+_emit_lock = threading.Lock()
+
+
 def _emit(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, "at": round(time.time(), 4), **fields}, ensure_ascii=False), flush=True)
+    """One JSON line, written whole: several threads emit, and ``print`` writes text and newline separately, so
+    two lines could interleave into one that no reader can parse (an ownership change would go unseen)."""
+    line = json.dumps({"event": event, "at": round(time.time(), 4), **fields}, ensure_ascii=False) + "\n"
+    with _emit_lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _queue_names(queues: Sequence[MessageQueue]) -> list[str]:
