@@ -313,7 +313,8 @@ class Engine:
                 self._io_call(lambda: self._persist(dict(offsets)))
             case StartQueue(mq=mq, offset=offset):
                 self._runs[mq] = _QueueRun(next(self._generations), offset)
-                self._pull(mq)
+                if self.listener is not None:  # pull-style use: the application pulls the queues it is told of
+                    self._pull(mq)
             case StopQueue(mq=mq):
                 run = self._runs.get(mq)
                 if run is not None:
