@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench proto lint venv clean
+.PHONY: demo test bench bench-pipeline proto lint venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,16 @@ lint: $(STAMP)
 	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks
 	$(PY) -m mypy
 
+# Each script prints a table; dated figures are kept in benchmarks/RESULTS.md. rebalance.py runs real processes
+# for about ten minutes; the pipeline at 100k groups takes longer, so it has its own target.
 bench: $(STAMP)
 	$(PY) benchmarks/allocation.py
+	$(PY) benchmarks/preview.py
+	$(PY) benchmarks/stub.py
+	$(PY) benchmarks/rebalance.py
+
+bench-pipeline: $(STAMP)
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/pipeline.py
 
 proto: $(STAMP)
 	$(PY) tools/gen_proto.py

@@ -1,0 +1,59 @@
+"""``allocate-mq -n`` and ``simulate -n`` against a real stub process, and what they say when it is not there."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
+from rocket_rebalance.plan import plan
+from rocket_rebalance.runtime.local_cluster import StubProcess
+from rocket_rebalance.runtime.transport import GroupRegistration, GrpcTransport
+from rocket_rebalance.strategies import create_strategy
+from tests.commands.conftest import RunCli
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    process = StubProcess(tmp_path_factory.mktemp("stub"), ["TopicTest:broker-a=4,broker-b=2"])
+    address = process.start()
+    transport = GrpcTransport(address)
+    registration = GroupRegistration("GID_preview", True, True, "CONSUME_FROM_LAST_OFFSET", ("TopicTest",))
+    for client in ("10.0.0.2@2", "10.0.0.1@1"):
+        for broker in ("broker-a", "broker-b"):
+            transport.heartbeat(broker, client, registration)
+    transport.close()
+    yield address
+    process.stop()
+
+
+def test_allocate_mq_reads_the_route_from_the_server(stub: str, run_cli: RunCli) -> None:
+    got = json.loads(run_cli("allocate-mq", "-t", "TopicTest", "-i", "c2,c1,c3", "-n", stub).stdout)["result"]
+    queues = [MessageQueue("TopicTest", b, i) for b, n in (("broker-a", 4), ("broker-b", 2)) for i in range(n)]
+    ready = prepare_rebalance_input(queues, ["c1", "c2", "c3"])
+    expected = plan(create_strategy("AVG"), "aa", ready.mq_all, ready.cid_all)
+    assert got == {cid: [mq.to_dict() for mq in share] for cid, share in expected.items()}
+
+
+def test_simulate_reads_members_from_the_server(stub: str, run_cli: RunCli) -> None:
+    done = run_cli("simulate", "-t", "TopicTest", "-n", stub, "-g", "GID_preview", "--join", "10.0.0.3@3", "--json")
+    outcome = json.loads(done.stdout)["outcomes"][0]
+    assert [c["clientId"] for c in outcome["consumers"]] == ["10.0.0.1@1", "10.0.0.2@2", "10.0.0.3@3"]
+    assert [(c["before"], c["after"]) for c in outcome["consumers"]] == [(3, 2), (3, 2), (0, 2)]
+
+
+def test_unknown_topic_is_one_line(stub: str, run_cli: RunCli) -> None:
+    done = run_cli("allocate-mq", "-t", "NoSuchTopic", "-i", "a", "-n", stub, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith("rocket-rebalance: topic NoSuchTopic: not found at ") and done.stderr.count("\n") == 1
+
+
+def test_unreachable_server_names_the_address(run_cli: RunCli, tmp_path: Path) -> None:
+    done = run_cli("allocate-mq", "-t", "TopicTest", "-i", "a", "-n", "127.0.0.1:9", check=False)
+    assert done.returncode == 2
+    assert "cannot reach the name server at 127.0.0.1:9" in done.stderr and "Traceback" not in done.stderr
