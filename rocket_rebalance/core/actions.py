@@ -1,0 +1,164 @@
+"""What the core asks the runtime to do. Carry them out in the order given; answer each request with its event.
+
+Requests that need an answer: ``FetchConsumerList`` (``ConsumerListFetched``), ``LockQueues`` (``LockResult``),
+``ReadOffset`` (``OffsetRead``), ``QueryMaxOffset`` / ``SearchOffset`` (``OffsetQueried``), any of the three
+failing (``OffsetLookupFailed``), ``PersistOffsets`` (``OffsetsPersisted`` / ``OffsetsPersistFailed``),
+``FetchRoutes`` (``RouteUpdated`` per topic that succeeded), ``UnlockQueues`` (``QueuesUnlocked``). The rest
+are fire-and-forget. A request that gets no answer within ``request_timeout`` is treated as failed, so a lost
+answer delays but never wedges the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rocket_rebalance.core.config import ConsumeFromWhere
+from rocket_rebalance.model import MessageQueue
+
+__all__ = [
+    "Action",
+    "DropQueue",
+    "FetchConsumerList",
+    "FetchRoutes",
+    "LockQueues",
+    "PersistOffsets",
+    "QueryMaxOffset",
+    "QueuesChanged",
+    "ReadOffset",
+    "SearchOffset",
+    "SendHeartbeat",
+    "ShutdownComplete",
+    "StartQueue",
+    "StopQueue",
+    "UnlockQueues",
+    "WakeAt",
+]
+
+
+class Action:
+    """Base class of everything :meth:`RebalanceCore.handle` returns."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRoutes(Action):
+    """Fetch these topics' routes from the NameServer; answer each success with ``RouteUpdated``."""
+
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConsumerList(Action):
+    """Ask a broker serving ``topic`` for the group's client IDs; answer with ``ConsumerListFetched``."""
+
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendHeartbeat(Action):
+    """Send a heartbeat to every broker, registering the group with these topics (retry topic included)."""
+
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LockQueues(Action):
+    """Lock these queues of one broker for our client ID (batch lock); answer with ``LockResult``."""
+
+    broker_name: str
+    queues: tuple[MessageQueue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnlockQueues(Action):
+    """Unlock these queues of one broker; answer with ``QueuesUnlocked`` whether or not it worked.
+
+    A failed unlock lapses with the broker lock lifetime. The answer matters because the core will not lock a
+    queue again while its unlock may still be on the way (an unlock landing after a new lock would free it).
+    """
+
+    broker_name: str
+    queues: tuple[MessageQueue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOffset(Action):
+    """Read ``mq``'s stored offset from the offset store (not a cached one); answer with ``OffsetRead``.
+
+    ``consume_from_where`` is for logging: what a missing offset will lead to is decided by the core.
+    """
+
+    mq: MessageQueue
+    request_id: int
+    consume_from_where: ConsumeFromWhere
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMaxOffset(Action):
+    """Ask the broker for ``mq``'s max offset (CONSUME_FROM_LAST with no stored offset); ``OffsetQueried``."""
+
+    mq: MessageQueue
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOffset(Action):
+    """Ask the broker for ``mq``'s offset at ``timestamp_ms`` (CONSUME_FROM_TIMESTAMP); ``OffsetQueried``."""
+
+    mq: MessageQueue
+    request_id: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class StartQueue(Action):
+    """``mq`` is ours: create its process queue and pull from ``offset``, reporting pulls as ``MessagesPulled``."""
+
+    mq: MessageQueue
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopQueue(Action):
+    """Stop pulling ``mq`` and stop handing its messages out; let those already handed out finish and report
+    them with ``MessagesConsumed``. Buffered, never handed out messages are discarded (the next owner gets them).
+    """
+
+    mq: MessageQueue
+
+
+@dataclass(frozen=True, slots=True)
+class DropQueue(Action):
+    """``mq`` is released (offset persisted, lock given back): forget its process queue entirely."""
+
+    mq: MessageQueue
+
+
+@dataclass(frozen=True, slots=True)
+class PersistOffsets(Action):
+    """Write these commit offsets to the offset store (one batch); answer with ``OffsetsPersisted``."""
+
+    offsets: Mapping[MessageQueue, int] = field(hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class QueuesChanged(Action):
+    """Call the user's ``MessageQueueListener.message_queue_changed(topic, mq_all, mq_divided)``."""
+
+    topic: str
+    mq_all: tuple[MessageQueue, ...]
+    mq_divided: tuple[MessageQueue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WakeAt(Action):
+    """Send a ``Tick`` at ``time`` (replaces any earlier ``WakeAt``; events may arrive before it, that is fine)."""
+
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownComplete(Action):
+    """Every queue is released: the runtime may unregister the client and close its connections."""

@@ -1,0 +1,119 @@
+"""The core's settings: message model, consume-from-where, and every interval, in one dataclass.
+
+Defaults are the Java client's (see DESIGN.md, "Behaviour we keep"). Times are seconds as floats on whatever
+monotonic clock the runtime feeds in as ``now``; the one wall-clock value, the consume-from timestamp, is fixed
+when the consumer is built (as Java fixes ``consumeTimestamp`` in the constructor), so the core never reads a clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields
+
+from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
+
+__all__ = [
+    "DEFAULT_CONSUME_TIMESTAMP_LOOKBACK_MS",
+    "ConsumeFromWhere",
+    "MessageModel",
+    "RebalanceConfig",
+    "default_consume_timestamp_ms",
+]
+
+DEFAULT_CONSUME_TIMESTAMP_LOOKBACK_MS = 30 * 60 * 1000
+
+
+class MessageModel(enum.Enum):
+    """CLUSTERING shares the queues out among the group; BROADCASTING gives every consumer every queue."""
+
+    CLUSTERING = "CLUSTERING"
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeFromWhere(enum.Enum):
+    """Where a queue with no stored offset starts (Java's ``ConsumeFromWhere``, the three non-deprecated values)."""
+
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+def default_consume_timestamp_ms(wall_clock_ms: int) -> int:
+    """Java's default consume-from timestamp: half an hour before the consumer was built.
+
+    The runtime calls this with its wall clock when it builds the config; the core itself reads no clock.
+    """
+    return wall_clock_ms - DEFAULT_CONSUME_TIMESTAMP_LOOKBACK_MS
+
+
+def _default_strategy() -> AllocateMessageQueueStrategy:
+    return create_strategy("AVG")
+
+
+@dataclass(frozen=True)
+class RebalanceConfig:
+    """Everything one consumer's core needs to know; immutable so a running core never sees it change.
+
+    ``fenced_handover`` (ours, on by default) makes concurrent consumers take the broker lock too, so a queue
+    moves only after its old owner drained it, persisted its offset and unlocked it; off gives Java's behaviour
+    (concurrent consumers never lock; the old owner persists the smallest in-flight offset and goes, so the new
+    owner may re-deliver what was in flight). ``consume_timestamp_ms`` is required for CONSUME_FROM_TIMESTAMP;
+    build it with :func:`default_consume_timestamp_ms` for Java's default. ``broker_lock_lifetime`` is the
+    broker's setting, recorded here so the client lock lifetime can be checked to be shorter (that gap is what
+    keeps an owner that lost touch from consuming after the broker let someone else lock the queue).
+    """
+
+    consumer_group: str
+    client_id: str
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_orderly: bool = False
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    consume_timestamp_ms: int | None = None
+    strategy: AllocateMessageQueueStrategy = field(default_factory=_default_strategy)
+    fenced_handover: bool = True
+    push_consumer: bool = True
+    rebalance_interval: float = 20.0
+    rebalance_min_interval: float = 1.0
+    unbalanced_retry_interval: float = 1.0
+    lock_retry_interval: float = 0.5
+    route_refresh_interval: float = 30.0
+    heartbeat_interval: float = 30.0
+    persist_interval: float = 5.0
+    lock_all_interval: float = 20.0
+    client_lock_lifetime: float = 30.0
+    broker_lock_lifetime: float = 60.0
+    pull_expiry: float = 120.0
+    handover_drain_timeout: float = 5.0
+    release_retry_interval: float = 0.5
+    request_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.consumer_group:
+            raise ValueError("consumer_group is empty")
+        if not self.client_id:
+            raise ValueError("client_id is empty")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout")):
+                if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                    raise ValueError(f"{f.name} must be a positive number of seconds, got {value!r}")
+        if self.client_lock_lifetime >= self.broker_lock_lifetime:
+            raise ValueError(
+                "client_lock_lifetime must be shorter than broker_lock_lifetime, else an owner that lost touch "
+                "could still consume after the broker handed its lock to another consumer"
+            )
+        if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and self.consume_timestamp_ms is None:
+            raise ValueError(
+                "CONSUME_FROM_TIMESTAMP needs consume_timestamp_ms; "
+                "use default_consume_timestamp_ms(wall_clock_ms) for Java's default (30 minutes back)"
+            )
+
+    @property
+    def uses_locks(self) -> bool:
+        """Whether queues are locked on the broker: orderly, or fenced handover, and only in clustering."""
+        return self.message_model is MessageModel.CLUSTERING and (self.consume_orderly or self.fenced_handover)
+
+    @property
+    def drains_on_release(self) -> bool:
+        """Whether a released queue waits (bounded) for messages in consumption before its offset is persisted."""
+        return self.uses_locks

@@ -1,0 +1,175 @@
+"""What the runtime tells the core: answers to its actions, pushes from the broker, and the passing of time.
+
+Every event is handed to :meth:`RebalanceCore.handle` together with ``now``. Answers name the queue or topic they
+answer; offset look-ups also echo the ``request_id`` of the action they answer, so a late answer to an abandoned
+look-up is recognised and ignored instead of starting a queue from a stale offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rocket_rebalance.model import MessageQueue
+
+__all__ = [
+    "ConsumerIdsChanged",
+    "ConsumerListFetched",
+    "Event",
+    "LockResult",
+    "MessagesConsumed",
+    "MessagesDispatched",
+    "MessagesPulled",
+    "OffsetIllegal",
+    "OffsetLookupFailed",
+    "OffsetQueried",
+    "OffsetRead",
+    "OffsetsPersistFailed",
+    "OffsetsPersisted",
+    "QueuesUnlocked",
+    "RouteUpdated",
+    "ShutdownRequested",
+    "Started",
+    "SubscriptionChanged",
+    "Tick",
+]
+
+
+class Event:
+    """Base class of everything :meth:`RebalanceCore.handle` accepts."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Started(Event):
+    """The consumer starts: fetch routes, send a heartbeat, rebalance at once (Java's ``start``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(Event):
+    """Time passed; the core fires whatever timers are due at ``now``. Send one when a ``WakeAt`` time comes."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionChanged(Event):
+    """The user's subscribed topics (without the retry topic, which the core adds in clustering)."""
+
+    topics: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteUpdated(Event):
+    """A topic's readable queues, from a route fetch. Send only on success: a failed fetch keeps the old route."""
+
+    topic: str
+    queues: frozenset[MessageQueue]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerListFetched(Event):
+    """The group's client IDs for ``topic`` as a broker sees them; ``None`` when the fetch failed."""
+
+    topic: str
+    client_ids: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerIdsChanged(Event):
+    """A broker pushed NOTIFY_CONSUMER_IDS_CHANGED for our group: rebalance at once (at least 1 s apart)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LockResult(Event):
+    """The answer to one ``LockQueues``: which of the ``requested`` queues we now hold (empty on error)."""
+
+    requested: frozenset[MessageQueue]
+    granted: frozenset[MessageQueue]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuesUnlocked(Event):
+    """An ``UnlockQueues`` was carried out (or failed: the broker lock then lapses on its own)."""
+
+    queues: frozenset[MessageQueue]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRead(Event):
+    """The stored offset of ``mq`` (``offset`` is ``None`` when none is stored: consume-from-where decides)."""
+
+    mq: MessageQueue
+    offset: int | None
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetQueried(Event):
+    """The answer to ``QueryMaxOffset`` or ``SearchOffset``: the offset to start ``mq`` from."""
+
+    mq: MessageQueue
+    offset: int
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetLookupFailed(Event):
+    """A ``ReadOffset``, ``QueryMaxOffset`` or ``SearchOffset`` failed (broker error, timeout): skip the queue."""
+
+    mq: MessageQueue
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsPersisted(Event):
+    """The offset store acknowledged these offsets (echo the ``PersistOffsets`` mapping, or the part that stuck)."""
+
+    offsets: Mapping[MessageQueue, int] = field(hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsPersistFailed(Event):
+    """Persisting these offsets failed; queues waiting to be released retry shortly."""
+
+    offsets: Mapping[MessageQueue, int] = field(hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesPulled(Event):
+    """A pull of ``mq`` returned: the offsets of the messages now buffered, and the next offset to pull.
+
+    An empty pull counts too (it keeps the queue from expiring, and ``next_offset`` may move past filtered ones).
+    """
+
+    mq: MessageQueue
+    offsets: tuple[int, ...]
+    next_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesDispatched(Event):
+    """These buffered messages were handed to the user's listener (check ``is_dispatchable`` first, atomically)."""
+
+    mq: MessageQueue
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesConsumed(Event):
+    """The listener finished these messages (success, or sent back for retry): they leave the in-flight set."""
+
+    mq: MessageQueue
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetIllegal(Event):
+    """A pull answered OFFSET_ILLEGAL; ``next_offset`` is the broker's suggested offset for the queue."""
+
+    mq: MessageQueue
+    next_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownRequested(Event):
+    """Release every queue (drain, persist, unlock); ``ShutdownComplete`` follows when all are released."""

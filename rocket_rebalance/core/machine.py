@@ -1,0 +1,811 @@
+"""The rebalance state machine of one consumer: events in, actions out, ``now`` passed in.
+
+Modelled on h11: this module never sleeps, reads no clock, does no I/O and starts no thread. The runtime feeds it
+events with :meth:`RebalanceCore.handle` and carries out the actions it returns, in order. The rules:
+
+Rounds
+  R1. A round balances every subscribed topic on its own. In CLUSTERING the core subscribes ``%RETRY%<group>``
+      too, fetches the group's client IDs per topic (``FetchConsumerList``), sorts queues and IDs like Java
+      (``model.prepare_rebalance_input``) and asks the strategy for its share. In BROADCASTING every queue of the
+      route is ours and no list is fetched. A topic without a route yet is skipped.
+  R2. Rounds start at ``Started``, every ``rebalance_interval`` (20 s), at once on NOTIFY_CONSUMER_IDS_CHANGED,
+      a route change or a subscription change, and never less than ``rebalance_min_interval`` (1 s) apart; only
+      one round is in flight at a time, and a request during it starts the next one after it.
+  R3. A round whose result is not fully applied is *unbalanced* and another round follows after
+      ``unbalanced_retry_interval`` (1 s): a failed or missing consumer list, an ``AllocationError`` (that
+      topic keeps its previous queues, as in Java), a refused lock, a failed offset look-up, a queue still being
+      released that we want back, a queue dropped because its lock lapsed.
+  R4. An unchanged assignment is a no-op. A changed one emits ``QueuesChanged(topic, mq_all, mq_divided)`` (the
+      user's MessageQueueListener) and a ``SendHeartbeat`` at once.
+  R5. Queues of topics no longer subscribed are released.
+
+Process-queue table
+  T1. A queue no longer assigned is released; so is an active queue of a push consumer not pulled for
+      ``pull_expiry`` (120 s), checked at each round (it is added again by a later round).
+  T2. A new queue gets its start offset from the offset store (``ReadOffset``). With no stored offset,
+      consume-from-where decides: LAST -> 0 for a retry topic, else the broker's max offset; FIRST -> 0;
+      TIMESTAMP -> the max offset for a retry topic (as Java), else a search at ``consume_timestamp_ms``.
+      A failed look-up skips the queue until the next round: it never starts from a guessed offset.
+  T3. A queue is released only after its offset is persisted (acknowledged by the store, with no older write for
+      it still on the way), and then ``DropQueue`` is emitted and, if locked, ``UnlockQueues``.
+
+Locks and the fence
+  L1. Queues are locked on the broker when consuming orderly, or when ``fenced_handover`` is on (default), in
+      CLUSTERING only. A queue is locked before its offset is read and it only starts while the lock is held;
+      a refused lock is retried every ``lock_retry_interval`` (500 ms).
+  L2. A lock is valid on the client for ``client_lock_lifetime`` (30 s) after each grant, shorter than the
+      broker's 60 s; held locks are renewed every ``lock_all_interval`` (20 s). A queue whose lock lapses or is
+      refused on renewal is dropped at once *without* persisting (someone else may own it now) and acquired
+      again by a later round, which re-reads its offset.
+  L3. Release with locks (the fence): stop handing out messages (``StopQueue``), wait up to
+      ``handover_drain_timeout`` for those already handed out (orderly: without limit, as Java's consume lock),
+      persist the smallest offset still in flight, then unlock. Without locks (fence off, Java): stop and
+      persist at once; what was in flight is re-delivered.
+  L4. A queue is not locked again while an unlock of it may still be on the way (until ``QueuesUnlocked``).
+  L5. Offsets are persisted only while the lock is valid, so a consumer that lost its lock cannot rewind the
+      offset of the consumer that took the queue over.
+
+Offsets
+  O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
+      it only moves forward. Changed commit offsets are persisted in one batch every ``persist_interval`` (5 s).
+  O2. OFFSET_ILLEGAL freezes the offset at the broker's suggested next offset (the one place the broker may move
+      it backwards, as in Java), persists it, releases the queue and asks for an immediate round.
+  O3. At most one offset write per queue is on the way at a time (the next waits for its answer), so writes of
+      one queue cannot overtake each other on the network and rewind the stored offset.
+
+Time
+  M1. Every timer is a deadline compared with ``now``; after each event the core emits ``WakeAt(t)`` when its
+      earliest deadline changed (and after every ``Tick``), and expects a ``Tick`` then; an early Tick is
+      harmless. A request unanswered after ``request_timeout`` counts as failed.
+  M2. ``ShutdownRequested`` stops rounds and releases every queue as in T3/L3; ``ShutdownComplete`` follows.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rocket_rebalance.core.actions import (
+    Action,
+    DropQueue,
+    FetchConsumerList,
+    FetchRoutes,
+    LockQueues,
+    PersistOffsets,
+    QueryMaxOffset,
+    QueuesChanged,
+    ReadOffset,
+    SearchOffset,
+    SendHeartbeat,
+    ShutdownComplete,
+    StartQueue,
+    StopQueue,
+    UnlockQueues,
+    WakeAt,
+)
+from rocket_rebalance.core.config import ConsumeFromWhere, MessageModel, RebalanceConfig
+from rocket_rebalance.core.events import (
+    ConsumerIdsChanged,
+    ConsumerListFetched,
+    Event,
+    LockResult,
+    MessagesConsumed,
+    MessagesDispatched,
+    MessagesPulled,
+    OffsetIllegal,
+    OffsetLookupFailed,
+    OffsetQueried,
+    OffsetRead,
+    OffsetsPersisted,
+    OffsetsPersistFailed,
+    QueuesUnlocked,
+    RouteUpdated,
+    ShutdownRequested,
+    Started,
+    SubscriptionChanged,
+    Tick,
+)
+from rocket_rebalance.core.process_queue import ProcessQueue
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic, sort_queues
+from rocket_rebalance.strategies import AllocationError
+
+__all__ = ["QueueState", "RebalanceCore"]
+
+_NEVER = math.inf
+
+
+class QueueState(enum.Enum):
+    """Where one queue of the process-queue table is in its life."""
+
+    LOCKING = "locking"  # LockQueues sent, answer awaited
+    LOCK_WAIT = "lock_wait"  # lock refused (or unlock still on the way); retried at the entry's deadline
+    READING = "reading"  # ReadOffset sent
+    QUERYING = "querying"  # QueryMaxOffset / SearchOffset sent
+    LOOKUP_WAIT = "lookup_wait"  # offset look-up failed; the next round tries again
+    ACTIVE = "active"  # StartQueue emitted: pulling and consuming
+    DRAINING = "draining"  # StopQueue emitted; waiting for messages handed out to finish
+    PERSISTING = "persisting"  # offset frozen; waiting for the store to acknowledge it
+
+
+_ACQUIRING = frozenset(
+    {QueueState.LOCKING, QueueState.LOCK_WAIT, QueueState.READING, QueueState.QUERYING, QueueState.LOOKUP_WAIT}
+)
+_RELEASING = frozenset({QueueState.DRAINING, QueueState.PERSISTING})
+_MESSAGE_EVENTS: frozenset[type[Event]] = frozenset({MessagesPulled, MessagesDispatched, MessagesConsumed})
+
+
+@dataclass(eq=False)
+class _Entry:
+    """One row of the process-queue table, with whatever request or deadline it is waiting on."""
+
+    mq: MessageQueue
+    state: QueueState
+    deadline: float = _NEVER
+    holds_lock: bool = False
+    locked_until: float = -_NEVER
+    request_id: int = 0
+    pq: ProcessQueue | None = None
+    acked: int | None = None  # the offset the store is known to hold for this queue
+    frozen_offset: int | None = None
+    persist_in_flight: bool = False  # O3: at most one offset write per queue on the way
+    persist_again: bool = False
+    in_flight_offset: int | None = None
+    last_persist_sent: float = -_NEVER
+
+
+class RebalanceCore:
+    """One consumer's rebalance engine (see the module rules). Not thread-safe: the runtime serialises calls.
+
+    Drive it like this: ``actions = core.handle(Started(), now)``; carry out each action; answer requests with
+    their events via ``handle(event, now)``; when a ``WakeAt(t)`` comes, send ``Tick()`` at ``t``. Before handing
+    a message to the user's listener, check :meth:`is_dispatchable` and report ``MessagesDispatched`` under the
+    same lock, so a queue being handed over never gives out another message.
+    """
+
+    def __init__(self, config: RebalanceConfig, topics: Iterable[str] = ()) -> None:
+        self.config = config
+        self._user_topics: frozenset[str] = frozenset(topics)
+        self._routes: dict[str, frozenset[MessageQueue]] = {}
+        self._allocated: dict[str, frozenset[MessageQueue]] = {}
+        self._entries: dict[MessageQueue, _Entry] = {}
+        self._unlocking: dict[MessageQueue, float] = {}  # mq -> deadline of the outstanding unlock
+        self._started = False
+        self._shutting_down = False
+        self._shutdown_done = False
+        self._round_pending: set[str] = set()
+        self._round_deadline = _NEVER
+        self._round_requested_at = _NEVER
+        self._last_round_at = -_NEVER
+        self._rounds = 0
+        self._next_route_at = _NEVER
+        self._next_heartbeat_at = _NEVER
+        self._next_persist_at = _NEVER
+        self._next_lock_all_at = _NEVER
+        self._next_request_id = 0
+        self._announced_wakeup: float | None = None
+        # Per-call output buffers, flushed in a fixed order at the end of handle().
+        self._out: list[Action] = []
+        self._out_persist: dict[MessageQueue, int] = {}
+        self._out_lock: dict[str, set[MessageQueue]] = {}
+        self._out_unlock: dict[str, set[MessageQueue]] = {}
+        self._out_heartbeat = False
+        self._handlers: dict[type[Event], Callable[[Any, float], None]] = {
+            Started: self._on_started,
+            Tick: self._on_tick,
+            SubscriptionChanged: self._on_subscription_changed,
+            RouteUpdated: self._on_route_updated,
+            ConsumerListFetched: self._on_consumer_list,
+            ConsumerIdsChanged: self._on_notification,
+            LockResult: self._on_lock_result,
+            QueuesUnlocked: self._on_unlocked,
+            OffsetRead: self._on_offset_read,
+            OffsetQueried: self._on_offset_queried,
+            OffsetLookupFailed: self._on_lookup_failed,
+            OffsetsPersisted: self._on_persisted,
+            OffsetsPersistFailed: self._on_persist_failed,
+            MessagesPulled: self._on_pulled,
+            MessagesDispatched: self._on_dispatched,
+            MessagesConsumed: self._on_consumed,
+            OffsetIllegal: self._on_offset_illegal,
+            ShutdownRequested: self._on_shutdown,
+        }
+
+    # ------------------------------------------------------------------ public API
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        """Apply one event at time ``now`` and return the actions to carry out, in order."""
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            raise TypeError(f"not a rebalance event: {event!r}")
+        handler(event, now)
+        if type(event) in _MESSAGE_EVENTS and not (self._out or self._out_persist or self._out_unlock):
+            return []  # the hot path: bookkeeping only, no timer moved (transitions always emit something)
+        self._maybe_start_round(now)
+        self._check_shutdown_complete()
+        return self._flush(now, announce=isinstance(event, Tick))
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Every topic balanced: the user's, plus ``%RETRY%<group>`` in clustering; sorted."""
+        topics = set(self._user_topics)
+        if self.config.message_model is MessageModel.CLUSTERING:
+            topics.add(retry_topic(self.config.consumer_group))
+        return tuple(sorted(topics))
+
+    @property
+    def next_wakeup(self) -> float | None:
+        """When the core next wants a ``Tick`` (``None``: nothing scheduled)."""
+        wake = self._compute_wakeup()
+        return None if wake == _NEVER else wake
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds have started (for tests and metrics)."""
+        return self._rounds
+
+    def allocated(self, topic: str) -> frozenset[MessageQueue]:
+        """The topic's queues as last allocated to us (what the listener was last told)."""
+        return self._allocated.get(topic, frozenset())
+
+    def state_of(self, mq: MessageQueue) -> QueueState | None:
+        entry = self._entries.get(mq)
+        return None if entry is None else entry.state
+
+    def process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
+        entry = self._entries.get(mq)
+        return None if entry is None else entry.pq
+
+    def active_queues(self) -> frozenset[MessageQueue]:
+        """Queues started and not being released."""
+        return frozenset(mq for mq, e in self._entries.items() if e.state is QueueState.ACTIVE)
+
+    def held_queues(self) -> frozenset[MessageQueue]:
+        """Every queue in the process-queue table, in any state."""
+        return frozenset(self._entries)
+
+    def is_dispatchable(self, mq: MessageQueue, now: float) -> bool:
+        """May a message of ``mq`` be handed to the listener now? Active, and with locks, a valid lock (L2)."""
+        entry = self._entries.get(mq)
+        if entry is None or entry.state is not QueueState.ACTIVE:
+            return False
+        return not self.config.uses_locks or (entry.holds_lock and now < entry.locked_until)
+
+    # ------------------------------------------------------------------ output helpers
+
+    def _emit(self, action: Action) -> None:
+        self._out.append(action)
+
+    def _flush(self, now: float, announce: bool = False) -> list[Action]:
+        """Emit the batched actions in a fixed order, then ``WakeAt`` if the earliest deadline moved (or after
+        every ``Tick``, so a runtime that keeps only the latest ``WakeAt`` is never left without one)."""
+        out = self._out
+        if self._out_persist:
+            out.append(PersistOffsets(dict(sorted(self._out_persist.items(), key=lambda kv: kv[0].sort_key))))
+        for broker in sorted(self._out_lock):
+            out.append(LockQueues(broker, tuple(sort_queues(self._out_lock[broker]))))
+        for broker in sorted(self._out_unlock):
+            out.append(UnlockQueues(broker, tuple(sort_queues(self._out_unlock[broker]))))
+        if self._out_heartbeat and not self._shutting_down:
+            out.append(SendHeartbeat(self.topics))
+            self._next_heartbeat_at = now + self.config.heartbeat_interval
+        wake = self._compute_wakeup()
+        announced = None if wake == _NEVER else wake
+        if announced is not None and (announce or announced != self._announced_wakeup):
+            out.append(WakeAt(announced))
+        self._announced_wakeup = announced
+        self._out = []
+        self._out_persist = {}
+        self._out_lock = {}
+        self._out_unlock = {}
+        self._out_heartbeat = False
+        return out
+
+    def _compute_wakeup(self) -> float:
+        times = [self._next_persist_at, self._next_lock_all_at]
+        if not self._shutting_down:
+            times += [self._next_route_at, self._next_heartbeat_at]
+            if self._round_pending:
+                times.append(self._round_deadline)
+            elif self._started and self._round_requested_at != _NEVER:
+                times.append(max(self._round_requested_at, self._last_round_at + self.config.rebalance_min_interval))
+        times.extend(self._unlocking.values())
+        for entry in self._entries.values():
+            times.append(entry.deadline)
+            if entry.holds_lock:
+                times.append(entry.locked_until)
+            if entry.persist_in_flight:
+                times.append(entry.last_persist_sent + self.config.request_timeout)
+        return min(times, default=_NEVER)
+
+    def _new_request_id(self) -> int:
+        self._next_request_id += 1
+        return self._next_request_id
+
+    # ------------------------------------------------------------------ rounds (R1-R5)
+
+    def _request_round(self, at: float) -> None:
+        if not self._shutting_down:
+            self._round_requested_at = min(self._round_requested_at, at)
+
+    def _mark_unbalanced(self, now: float) -> None:
+        self._request_round(now + self.config.unbalanced_retry_interval)
+
+    def _maybe_start_round(self, now: float) -> None:
+        if not self._started or self._shutting_down or self._round_pending:
+            return
+        if self._round_requested_at == _NEVER:
+            return
+        if now < max(self._round_requested_at, self._last_round_at + self.config.rebalance_min_interval):
+            return
+        self._round_requested_at = _NEVER
+        routed = [topic for topic in self.topics if topic in self._routes]
+        if not routed:
+            # R1: nothing to balance yet. Not counted as a round, so the first RouteUpdated balances at once.
+            self._request_round(now + self.config.rebalance_interval)
+            return
+        self._last_round_at = now
+        self._rounds += 1
+        for topic in routed:
+            if self.config.message_model is MessageModel.BROADCASTING:
+                self._apply_allocation(topic, self._routes[topic], now)
+            else:
+                self._round_pending.add(topic)
+                self._emit(FetchConsumerList(topic))
+        if self._round_pending:
+            self._round_deadline = now + self.config.request_timeout
+        else:
+            self._finish_round(now)
+
+    def _finish_round(self, now: float) -> None:
+        self._round_pending.clear()
+        self._round_deadline = _NEVER
+        self._request_round(self._last_round_at + self.config.rebalance_interval)
+
+    def _on_consumer_list(self, event: ConsumerListFetched, now: float) -> None:
+        if event.topic not in self._round_pending:
+            return  # an answer from an abandoned round: its view may be stale
+        self._round_pending.discard(event.topic)
+        if event.client_ids is None:
+            self._mark_unbalanced(now)
+        elif event.topic in self._routes and event.topic in self.topics:
+            self._rebalance_clustering(event.topic, event.client_ids, now)
+        if not self._round_pending:
+            self._finish_round(now)
+
+    def _rebalance_clustering(self, topic: str, client_ids: tuple[str, ...], now: float) -> None:
+        cfg = self.config
+        try:
+            prepared = prepare_rebalance_input(self._routes[topic], client_ids)
+            share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
+        except AllocationError:
+            self._mark_unbalanced(now)  # R3: keep the previous queues of this topic
+            return
+        self._apply_allocation(topic, frozenset(share or ()), now)
+
+    def _apply_allocation(self, topic: str, allocated: frozenset[MessageQueue], now: float) -> None:
+        """T1/T2: bring the process-queue table of ``topic`` to ``allocated``; R4: tell the listener if changed."""
+        previous = self._allocated.get(topic, frozenset())
+        self._allocated[topic] = allocated
+        for entry in [e for e in self._entries.values() if e.mq.topic == topic]:
+            if entry.mq not in allocated:
+                self._release(entry, now)
+            elif (
+                self.config.push_consumer
+                and entry.state is QueueState.ACTIVE
+                and entry.pq is not None
+                and now - entry.pq.last_pull > self.config.pull_expiry
+            ):
+                self._release(entry, now)
+                self._mark_unbalanced(now)
+        for mq in sort_queues(allocated):
+            current = self._entries.get(mq)
+            if current is None:
+                self._acquire(mq, now)
+            elif current.state is QueueState.LOOKUP_WAIT:
+                self._begin_acquisition_step(current, now)
+            elif current.state in _RELEASING:
+                self._mark_unbalanced(now)
+        if allocated != previous:
+            mq_all = tuple(sort_queues(self._routes.get(topic, ())))
+            self._emit(QueuesChanged(topic, mq_all, tuple(sort_queues(allocated))))
+            self._out_heartbeat = True
+
+    # ------------------------------------------------------------------ acquisition (T2, L1)
+
+    def _acquire(self, mq: MessageQueue, now: float) -> None:
+        entry = _Entry(mq, QueueState.LOOKUP_WAIT)
+        self._entries[mq] = entry
+        self._begin_acquisition_step(entry, now)
+
+    def _lock_valid(self, entry: _Entry, now: float) -> bool:
+        return entry.holds_lock and now < entry.locked_until
+
+    def _begin_acquisition_step(self, entry: _Entry, now: float) -> None:
+        """Lock first when locks are used (L1), else (or once locked) read the stored offset."""
+        if self.config.uses_locks and not self._lock_valid(entry, now):
+            self._send_lock(entry, now)
+        else:
+            self._send_read(entry, now)
+
+    def _send_lock(self, entry: _Entry, now: float) -> None:
+        if entry.mq in self._unlocking:  # L4
+            entry.state = QueueState.LOCK_WAIT
+            entry.deadline = self._unlocking[entry.mq]
+            return
+        entry.state = QueueState.LOCKING
+        entry.deadline = now + self.config.request_timeout
+        self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
+
+    def _send_read(self, entry: _Entry, now: float) -> None:
+        entry.state = QueueState.READING
+        entry.request_id = self._new_request_id()
+        entry.deadline = now + self.config.request_timeout
+        self._emit(ReadOffset(entry.mq, entry.request_id, self.config.consume_from_where))
+
+    def _lookup_failed(self, entry: _Entry, now: float) -> None:
+        entry.state = QueueState.LOOKUP_WAIT
+        entry.deadline = _NEVER
+        self._mark_unbalanced(now)
+
+    def _lookup_entry(self, mq: MessageQueue, request_id: int, state: QueueState) -> _Entry | None:
+        entry = self._entries.get(mq)
+        if entry is None or entry.state is not state or entry.request_id != request_id:
+            return None  # a late answer to an abandoned look-up
+        return entry
+
+    def _on_offset_read(self, event: OffsetRead, now: float) -> None:
+        entry = self._lookup_entry(event.mq, event.request_id, QueueState.READING)
+        if entry is None:
+            return
+        if event.offset is not None and event.offset >= 0:
+            entry.acked = event.offset
+            self._activate(entry, event.offset, now)
+            return
+        where = self.config.consume_from_where
+        is_retry = event.mq.topic.startswith("%RETRY%")
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            self._activate(entry, 0, now)
+        elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+            if is_retry:
+                self._activate(entry, 0, now)
+            else:
+                self._send_query(entry, now, None)
+        else:
+            self._send_query(entry, now, None if is_retry else self.config.consume_timestamp_ms)
+
+    def _send_query(self, entry: _Entry, now: float, timestamp_ms: int | None) -> None:
+        entry.state = QueueState.QUERYING
+        entry.request_id = self._new_request_id()
+        entry.deadline = now + self.config.request_timeout
+        if timestamp_ms is None:
+            self._emit(QueryMaxOffset(entry.mq, entry.request_id))
+        else:
+            self._emit(SearchOffset(entry.mq, entry.request_id, timestamp_ms))
+
+    def _on_offset_queried(self, event: OffsetQueried, now: float) -> None:
+        entry = self._lookup_entry(event.mq, event.request_id, QueueState.QUERYING)
+        if entry is None:
+            return
+        if event.offset < 0:
+            self._lookup_failed(entry, now)
+        else:
+            self._activate(entry, event.offset, now)
+
+    def _on_lookup_failed(self, event: OffsetLookupFailed, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is None or entry.request_id != event.request_id or entry.state not in _ACQUIRING:
+            return
+        self._lookup_failed(entry, now)
+
+    def _activate(self, entry: _Entry, offset: int, now: float) -> None:
+        """Start the queue, but with locks only while the lock is still valid (L1); else lock and read again."""
+        if self.config.uses_locks and not self._lock_valid(entry, now):
+            entry.holds_lock = False
+            self._send_lock(entry, now)
+            return
+        if self._shutting_down or entry.mq not in self._allocated.get(entry.mq.topic, frozenset()):
+            self._release(entry, now)
+            return
+        entry.state = QueueState.ACTIVE
+        entry.deadline = _NEVER
+        entry.pq = ProcessQueue(entry.mq, offset, now)
+        self._emit(StartQueue(entry.mq, offset))
+
+    # ------------------------------------------------------------------ locks (L1, L2, L4)
+
+    def _on_lock_result(self, event: LockResult, now: float) -> None:
+        for mq in sort_queues(event.requested | event.granted):
+            entry = self._entries.get(mq)
+            granted = mq in event.granted
+            if entry is None:
+                if granted:  # a late grant for a queue we no longer want: give it back
+                    self._send_unlock(mq, now)
+                continue
+            if granted:
+                entry.holds_lock = True
+                entry.locked_until = now + self.config.client_lock_lifetime
+                if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
+                    self._send_read(entry, now)
+            else:
+                self._lock_refused(entry, now)
+
+    def _lock_refused(self, entry: _Entry, now: float) -> None:
+        entry.holds_lock = False
+        if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
+            entry.state = QueueState.LOCK_WAIT
+            entry.deadline = now + self.config.lock_retry_interval
+            self._mark_unbalanced(now)
+        elif entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
+            self._lose(entry, now)
+        # READING / QUERYING / LOOKUP_WAIT: _activate re-locks; PERSISTING: the write was sent while valid (L5).
+
+    def _lose(self, entry: _Entry, now: float) -> None:
+        """L2: the lock is gone; drop the queue without persisting and let a later round take it again."""
+        if entry.state is QueueState.ACTIVE:
+            self._emit(StopQueue(entry.mq))
+        self._emit(DropQueue(entry.mq))
+        del self._entries[entry.mq]
+        self._mark_unbalanced(now)
+
+    def _send_unlock(self, mq: MessageQueue, now: float) -> None:
+        self._out_unlock.setdefault(mq.broker_name, set()).add(mq)
+        self._unlocking[mq] = now + self.config.request_timeout
+
+    def _on_unlocked(self, event: QueuesUnlocked, now: float) -> None:
+        for mq in event.queues:
+            if self._unlocking.pop(mq, None) is not None:
+                entry = self._entries.get(mq)
+                if entry is not None and entry.state is QueueState.LOCK_WAIT:
+                    self._send_lock(entry, now)
+
+    def _lock_all(self, now: float) -> None:
+        for entry in self._entries.values():
+            if entry.holds_lock and entry.state is not QueueState.LOCKING:
+                self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
+
+    # ------------------------------------------------------------------ release (T3, L3)
+
+    def _release(self, entry: _Entry, now: float) -> None:
+        """Begin giving ``entry`` back: cancel an acquisition, or drain / persist / unlock an active queue."""
+        if entry.state in _RELEASING:
+            return
+        if entry.state in _ACQUIRING:
+            del self._entries[entry.mq]
+            if entry.holds_lock:
+                self._send_unlock(entry.mq, now)
+            return
+        self._emit(StopQueue(entry.mq))
+        entry.state = QueueState.DRAINING
+        if self.config.drains_on_release and entry.pq is not None and entry.pq.dispatched_count:
+            # Orderly waits for the message being consumed however long it takes (as Java's consume lock does):
+            # two consumers must never process one queue at once. The concurrent fence waits a bounded time.
+            bounded = not self.config.consume_orderly
+            entry.deadline = now + self.config.handover_drain_timeout if bounded else _NEVER
+        else:
+            self._persist_for_release(entry, now)
+
+    def _persist_for_release(self, entry: _Entry, now: float, offset: int | None = None) -> None:
+        assert entry.pq is not None
+        if self.config.uses_locks and not self._lock_valid(entry, now):
+            self._lose(entry, now)  # L5: never write an offset without the lock
+            return
+        entry.frozen_offset = entry.pq.freeze(offset)
+        entry.state = QueueState.PERSISTING
+        entry.deadline = _NEVER
+        if entry.acked == entry.frozen_offset and not entry.persist_in_flight:
+            self._finish_release(entry, now)
+        else:
+            self._send_persist(entry, entry.frozen_offset, now)
+
+    def _send_persist(self, entry: _Entry, offset: int, now: float) -> None:
+        """O3: write ``offset`` unless a write of this queue is already on the way (then write after its answer)."""
+        if entry.persist_in_flight and entry.mq not in self._out_persist:
+            entry.persist_again = True
+            return
+        self._out_persist[entry.mq] = offset
+        entry.in_flight_offset = offset
+        entry.persist_in_flight = True
+        entry.persist_again = False
+        entry.last_persist_sent = now
+
+    def _persist_answered(self, entry: _Entry, now: float, ok: bool) -> None:
+        """The queue's write came back (or timed out): finish a release, or send the write that waited for it."""
+        entry.persist_in_flight = False
+        answered, entry.in_flight_offset = entry.in_flight_offset, None
+        if entry.state is QueueState.PERSISTING:
+            if entry.acked == entry.frozen_offset:
+                self._finish_release(entry, now)
+            elif ok and entry.frozen_offset is not None and answered != entry.frozen_offset:
+                self._send_persist(entry, entry.frozen_offset, now)  # that was an older write; now ours
+            else:
+                entry.deadline = min(entry.deadline, now + self.config.release_retry_interval)
+        elif entry.persist_again and entry.pq is not None and entry.pq.commit_offset != entry.acked:
+            if not self.config.uses_locks or self._lock_valid(entry, now):
+                self._send_persist(entry, entry.pq.commit_offset, now)
+
+    def _finish_release(self, entry: _Entry, now: float) -> None:
+        del self._entries[entry.mq]
+        self._emit(DropQueue(entry.mq))
+        if entry.holds_lock:
+            self._send_unlock(entry.mq, now)
+        if entry.mq in self._allocated.get(entry.mq.topic, frozenset()):
+            self._request_round(now)  # wanted again (or OFFSET_ILLEGAL, O2): take it back at once
+
+    def _on_persisted(self, event: OffsetsPersisted, now: float) -> None:
+        for mq, offset in event.offsets.items():
+            entry = self._entries.get(mq)
+            if entry is None:
+                continue
+            entry.acked = offset
+            self._persist_answered(entry, now, ok=True)
+
+    def _on_persist_failed(self, event: OffsetsPersistFailed, now: float) -> None:
+        for mq in event.offsets:
+            entry = self._entries.get(mq)
+            if entry is not None:
+                self._persist_answered(entry, now, ok=False)
+
+    # ------------------------------------------------------------------ messages and offsets (O1, O2)
+
+    def _on_pulled(self, event: MessagesPulled, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is not None and entry.state is QueueState.ACTIVE and entry.pq is not None:
+            entry.pq.on_pulled(event.offsets, event.next_offset, now)
+
+    def _on_dispatched(self, event: MessagesDispatched, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is not None and entry.state in (QueueState.ACTIVE, QueueState.DRAINING) and entry.pq is not None:
+            entry.pq.on_dispatched(event.offsets)
+
+    def _on_consumed(self, event: MessagesConsumed, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is None or entry.pq is None:
+            return
+        entry.pq.on_consumed(event.offsets)
+        if entry.state is QueueState.DRAINING and entry.pq.dispatched_count == 0:
+            self._persist_for_release(entry, now)
+
+    def _on_offset_illegal(self, event: OffsetIllegal, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is None or entry.pq is None or entry.state not in (QueueState.ACTIVE, QueueState.DRAINING):
+            return
+        if entry.state is QueueState.ACTIVE:
+            self._emit(StopQueue(entry.mq))
+            entry.state = QueueState.DRAINING
+        self._persist_for_release(entry, now, max(0, event.next_offset))  # the round follows the release (T3)
+
+    def _persist_all(self, now: float) -> None:
+        for entry in self._entries.values():
+            if entry.state not in (QueueState.ACTIVE, QueueState.DRAINING) or entry.pq is None:
+                continue
+            if self.config.uses_locks and not self._lock_valid(entry, now):
+                continue  # L5
+            if entry.pq.commit_offset != entry.acked:
+                self._send_persist(entry, entry.pq.commit_offset, now)
+
+    # ------------------------------------------------------------------ other events
+
+    def _on_started(self, event: Event, now: float) -> None:
+        if self._started:
+            return
+        self._started = True
+        cfg = self.config
+        self._emit(FetchRoutes(self.topics))
+        self._out_heartbeat = True
+        self._next_route_at = now + cfg.route_refresh_interval
+        self._next_persist_at = now + cfg.persist_interval
+        if cfg.uses_locks:
+            self._next_lock_all_at = now + cfg.lock_all_interval
+        self._request_round(now)
+
+    def _on_subscription_changed(self, event: SubscriptionChanged, now: float) -> None:
+        old_topics = set(self.topics)
+        self._user_topics = frozenset(event.topics)
+        new_topics = set(self.topics)
+        if old_topics == new_topics:
+            return
+        for topic in old_topics - new_topics:  # R5
+            self._allocated.pop(topic, None)
+        for entry in [e for e in self._entries.values() if e.mq.topic not in new_topics]:
+            self._release(entry, now)
+        added = tuple(sorted(new_topics - old_topics))
+        if added and self._started:
+            self._emit(FetchRoutes(added))
+        if self._started:
+            self._out_heartbeat = True
+            self._request_round(now)
+
+    def _on_route_updated(self, event: RouteUpdated, now: float) -> None:
+        if self._routes.get(event.topic) == event.queues:
+            return
+        self._routes[event.topic] = frozenset(event.queues)
+        if event.topic in self.topics:
+            self._request_round(now)  # we rebalance at once on a route change (Java waits for the next round)
+
+    def _on_notification(self, event: Event, now: float) -> None:
+        self._request_round(now)
+
+    def _on_shutdown(self, event: Event, now: float) -> None:
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        self._round_requested_at = _NEVER
+        self._round_pending.clear()
+        self._round_deadline = _NEVER
+        for entry in list(self._entries.values()):
+            self._release(entry, now)
+
+    def _check_shutdown_complete(self) -> None:
+        if self._shutting_down and not self._shutdown_done and not self._entries:
+            self._shutdown_done = True
+            self._next_persist_at = _NEVER
+            self._next_lock_all_at = _NEVER
+            self._emit(ShutdownComplete())
+
+    # ------------------------------------------------------------------ timers (M1)
+
+    def _on_tick(self, event: Event, now: float) -> None:
+        cfg = self.config
+        if self._round_pending and now >= self._round_deadline:
+            self._round_pending.clear()  # consumer lists never came: M1
+            self._mark_unbalanced(now)
+            self._finish_round(now)
+        if not self._shutting_down:
+            if now >= self._next_route_at:
+                self._emit(FetchRoutes(self.topics))
+                self._next_route_at = now + cfg.route_refresh_interval
+            if now >= self._next_heartbeat_at:
+                self._out_heartbeat = True
+        if now >= self._next_persist_at:
+            self._persist_all(now)
+            self._next_persist_at = now + cfg.persist_interval
+        if now >= self._next_lock_all_at:
+            self._lock_all(now)
+            self._next_lock_all_at = now + cfg.lock_all_interval
+        for mq in [mq for mq, deadline in self._unlocking.items() if now >= deadline]:
+            del self._unlocking[mq]
+            entry = self._entries.get(mq)
+            if entry is not None and entry.state is QueueState.LOCK_WAIT:
+                entry.deadline = now
+        for entry in list(self._entries.values()):
+            if self._entries.get(entry.mq) is not entry:
+                continue
+            self._tick_entry(entry, now)
+
+    def _tick_entry(self, entry: _Entry, now: float) -> None:
+        cfg = self.config
+        if entry.persist_in_flight and now >= entry.last_persist_sent + cfg.request_timeout:
+            self._persist_answered(entry, now, ok=False)  # the answer is lost: as failed (M1)
+            if self._entries.get(entry.mq) is not entry:
+                return
+        if entry.holds_lock and now >= entry.locked_until:
+            entry.holds_lock = False  # L2: the client lock lapsed
+            if entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
+                self._lose(entry, now)
+                return
+        if now < entry.deadline:
+            return
+        entry.deadline = _NEVER
+        state = entry.state
+        if state is QueueState.LOCKING:
+            self._lock_refused(entry, now)  # no answer: as refused
+        elif state is QueueState.LOCK_WAIT:
+            self._send_lock(entry, now)
+        elif state in (QueueState.READING, QueueState.QUERYING):
+            self._lookup_failed(entry, now)
+        elif state is QueueState.DRAINING:
+            self._persist_for_release(entry, now)  # L3: the bounded wait is over
+        elif state is QueueState.PERSISTING and entry.frozen_offset is not None:
+            if entry.persist_in_flight:
+                return
+            if self.config.uses_locks and not self._lock_valid(entry, now):
+                self._lose(entry, now)
+            else:
+                self._send_persist(entry, entry.frozen_offset, now)

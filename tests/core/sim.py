@@ -1,0 +1,363 @@
+"""A tiny in-memory broker and runtime that drive several :class:`RebalanceCore` instances for the tests.
+
+The broker keeps routes, the group's registered client IDs, offsets (with their history), queue locks with a
+lifetime, and a message log per queue. Each simulated consumer carries out its core's actions the way a runtime
+would: local ones (start, stop, drop, listener, wake-up) at once, remote ones (routes, consumer lists, locks,
+offsets) as pending requests that the test delivers, fails or lets expire in any order it likes. Requests older
+than ``request_timeout`` expire unanswered when time passes, as an RPC deadline would, so a late write never
+lands after its sender gave up on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from rocket_rebalance.core import (
+    Action,
+    ConsumerIdsChanged,
+    ConsumerListFetched,
+    DropQueue,
+    Event,
+    FetchConsumerList,
+    FetchRoutes,
+    LockQueues,
+    LockResult,
+    MessagesConsumed,
+    MessagesDispatched,
+    MessagesPulled,
+    OffsetIllegal,
+    OffsetLookupFailed,
+    OffsetQueried,
+    OffsetRead,
+    OffsetsPersisted,
+    OffsetsPersistFailed,
+    PersistOffsets,
+    QueryMaxOffset,
+    QueuesChanged,
+    QueuesUnlocked,
+    ReadOffset,
+    RebalanceConfig,
+    RebalanceCore,
+    RouteUpdated,
+    SearchOffset,
+    SendHeartbeat,
+    ShutdownComplete,
+    ShutdownRequested,
+    Started,
+    StartQueue,
+    StopQueue,
+    Tick,
+    UnlockQueues,
+    WakeAt,
+)
+from rocket_rebalance.model import MessageQueue
+
+REMOTE = (
+    FetchRoutes,
+    FetchConsumerList,
+    SendHeartbeat,
+    LockQueues,
+    UnlockQueues,
+    ReadOffset,
+    QueryMaxOffset,
+    SearchOffset,
+    PersistOffsets,
+)
+
+
+class Broker:
+    """Routes, registry, offsets, locks and messages of one group, all in memory."""
+
+    def __init__(self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0) -> None:
+        self.routes = {topic: frozenset(queues) for topic, queues in routes.items()}
+        self.lock_lifetime = lock_lifetime
+        self.registered: list[str] = []
+        self.offsets: dict[MessageQueue, int] = {}
+        self.offset_history: dict[MessageQueue, list[int]] = {}
+        self.locks: dict[MessageQueue, tuple[str, float]] = {}
+        self.max_offset: dict[MessageQueue, int] = {mq: 0 for qs in self.routes.values() for mq in qs}
+        self.min_offset: dict[MessageQueue, int] = {mq: 0 for mq in self.max_offset}
+
+    def lock(self, cid: str, queues: Iterable[MessageQueue], now: float) -> frozenset[MessageQueue]:
+        granted = set()
+        for mq in queues:
+            holder = self.locks.get(mq)
+            if holder is None or holder[0] == cid or holder[1] <= now:
+                self.locks[mq] = (cid, now + self.lock_lifetime)
+                granted.add(mq)
+        return frozenset(granted)
+
+    def unlock(self, cid: str, queues: Iterable[MessageQueue]) -> None:
+        for mq in queues:
+            holder = self.locks.get(mq)
+            if holder is not None and holder[0] == cid:
+                del self.locks[mq]
+
+    def drop_client(self, cid: str) -> None:
+        """The client's connection closed: its locks go and it leaves the registry."""
+        for mq in [mq for mq, (holder, _) in self.locks.items() if holder == cid]:
+            del self.locks[mq]
+        if cid in self.registered:
+            self.registered.remove(cid)
+
+    def persist(self, offsets: dict[MessageQueue, int]) -> None:
+        for mq, offset in offsets.items():
+            self.offsets[mq] = offset
+            self.offset_history.setdefault(mq, []).append(offset)
+
+
+@dataclass
+class Request:
+    client: SimConsumer
+    action: Action
+    sent_at: float
+
+
+@dataclass
+class SimConsumer:
+    """One consumer process: its core plus the runtime-side state of its queues."""
+
+    cid: str
+    core: RebalanceCore
+    sim: Sim
+    alive: bool = True
+    leaving: bool = False
+    wake_at: float | None = None
+    pulling: dict[MessageQueue, int] = field(default_factory=dict)
+    buffered: dict[MessageQueue, list[int]] = field(default_factory=dict)
+    dispatched: dict[MessageQueue, set[int]] = field(default_factory=dict)
+    listener_calls: list[QueuesChanged] = field(default_factory=list)
+    shutdown_complete: bool = False
+
+    def feed(self, event: Event) -> list[Action]:
+        actions = self.core.handle(event, self.sim.now)
+        self.sim.observe(self, event, actions)
+        for action in actions:
+            self.carry_out(action)
+        return actions
+
+    def carry_out(self, action: Action) -> None:
+        if isinstance(action, REMOTE):
+            self.sim.pending.append(Request(self, action, self.sim.now))
+        elif isinstance(action, StartQueue):
+            self.pulling[action.mq] = action.offset
+            self.buffered[action.mq] = []
+        elif isinstance(action, StopQueue):
+            self.pulling.pop(action.mq, None)
+            self.buffered.pop(action.mq, None)
+        elif isinstance(action, DropQueue):
+            self.pulling.pop(action.mq, None)
+            self.buffered.pop(action.mq, None)
+        elif isinstance(action, QueuesChanged):
+            self.listener_calls.append(action)
+        elif isinstance(action, WakeAt):
+            self.wake_at = action.time
+        elif isinstance(action, ShutdownComplete):
+            self.shutdown_complete = True
+            self.sim.leave_done(self)
+        else:  # pragma: no cover - a new action type the harness does not know
+            raise AssertionError(f"unknown action {action!r}")
+
+    # runtime-side consumption -------------------------------------------------------------
+
+    def pull(self, mq: MessageQueue, batch: int = 3) -> None:
+        broker = self.sim.broker
+        start = self.pulling[mq]
+        if start < broker.min_offset[mq] or start > broker.max_offset[mq]:
+            self.pulling.pop(mq)  # the runtime stops pulling until the core decides
+            low = start < broker.min_offset[mq]
+            self.feed(OffsetIllegal(mq, broker.min_offset[mq] if low else broker.max_offset[mq]))
+            return
+        end = min(broker.max_offset[mq], start + batch)
+        offsets = tuple(range(start, end))
+        self.pulling[mq] = end
+        self.buffered[mq].extend(offsets)
+        self.feed(MessagesPulled(mq, offsets, end))
+
+    def dispatch(self, mq: MessageQueue) -> bool:
+        """Hand the next buffered message to the listener, if the core says the queue may give one out."""
+        if not self.buffered.get(mq) or not self.core.is_dispatchable(mq, self.sim.now):
+            return False
+        offset = self.buffered[mq].pop(0)
+        self.dispatched.setdefault(mq, set()).add(offset)
+        self.sim.deliveries.append((self.cid, mq, offset))
+        self.feed(MessagesDispatched(mq, (offset,)))
+        return True
+
+    def dispatch_any(self) -> bool:
+        return any(self.dispatch(mq) for mq in list(self.buffered))
+
+    def consume(self, mq: MessageQueue, offset: int) -> None:
+        self.dispatched[mq].discard(offset)
+        self.sim.consumed.add((mq, offset))
+        self.feed(MessagesConsumed(mq, (offset,)))
+
+
+class Sim:
+    """The broker, the consumers and the clock; methods are the moves a test (or hypothesis) makes."""
+
+    def __init__(self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0) -> None:
+        self.broker = Broker(routes, lock_lifetime)
+        self.now = 0.0
+        self.consumers: dict[str, SimConsumer] = {}
+        self.pending: list[Request] = []
+        self.notifications: list[SimConsumer] = []
+        self.deliveries: list[tuple[str, MessageQueue, int]] = []
+        self.consumed: set[tuple[MessageQueue, int]] = set()
+        self.crashed: set[str] = set()
+        self.commit_seen: dict[int, tuple[object, int]] = {}  # keeps each queue alive so ids are never reused
+        self.violations: list[str] = []
+        self.moves = 0  # StartQueue / StopQueue / DropQueue actions seen
+
+    # observation --------------------------------------------------------------------------
+
+    def observe(self, consumer: SimConsumer, event: Event, actions: list[Action]) -> None:
+        """Check after every step: core commit offsets never move backwards within one process queue."""
+        self.moves += sum(isinstance(a, StartQueue | StopQueue | DropQueue) for a in actions)
+        if isinstance(event, Tick):
+            wake = consumer.core.next_wakeup
+            if wake is not None and wake <= self.now:  # the runtime would tick again at once, forever
+                self.violations.append(f"{consumer.cid}: wants a tick at {wake} right after one at {self.now}")
+            if wake is not None and not any(isinstance(a, WakeAt) and a.time == wake for a in actions):
+                self.violations.append(f"{consumer.cid}: no WakeAt({wake}) after a tick")
+        for mq in consumer.core.held_queues():
+            pq = consumer.core.process_queue(mq)
+            if pq is None or pq.frozen:
+                continue
+            seen = self.commit_seen.get(id(pq))
+            if seen is not None and pq.commit_offset < seen[1]:
+                self.violations.append(f"{consumer.cid} {mq}: commit offset {seen[1]} -> {pq.commit_offset}")
+            self.commit_seen[id(pq)] = (pq, pq.commit_offset)
+
+    def live(self) -> list[SimConsumer]:
+        return [c for c in self.consumers.values() if c.alive]
+
+    # membership ---------------------------------------------------------------------------
+
+    def join(self, config: RebalanceConfig, topics: Iterable[str]) -> SimConsumer:
+        consumer = SimConsumer(config.client_id, RebalanceCore(config, topics), self)
+        self.consumers[config.client_id] = consumer
+        consumer.feed(Started())
+        return consumer
+
+    def leave(self, consumer: SimConsumer) -> None:
+        """Graceful shutdown: the core releases everything, then ``ShutdownComplete`` unregisters it."""
+        consumer.leaving = True
+        consumer.feed(ShutdownRequested())
+
+    def leave_done(self, consumer: SimConsumer) -> None:
+        consumer.alive = False
+        self.pending = [r for r in self.pending if r.client is not consumer]
+        self.broker.drop_client(consumer.cid)
+        self._notify_group()
+
+    def crash(self, consumer: SimConsumer) -> None:
+        consumer.alive = False
+        self.crashed.add(consumer.cid)
+        self.pending = [r for r in self.pending if r.client is not consumer]
+        self.notifications = [c for c in self.notifications if c is not consumer]
+        self.broker.drop_client(consumer.cid)
+        self._notify_group()
+
+    def _notify_group(self) -> None:
+        for c in self.live():
+            self.notifications.append(c)
+
+    # requests -----------------------------------------------------------------------------
+
+    def deliver(self, index: int, fail: bool = False) -> None:
+        request = self.pending.pop(index)
+        client = request.client
+        if not client.alive:
+            return
+        for event in self._execute(request, fail):
+            if client.alive:
+                client.feed(event)
+
+    def _execute(self, request: Request, fail: bool) -> list[Event]:
+        action, cid, broker, now = request.action, request.client.cid, self.broker, self.now
+        if isinstance(action, FetchRoutes):
+            if fail:
+                return []
+            return [RouteUpdated(t, broker.routes[t]) for t in action.topics if t in broker.routes]
+        if isinstance(action, FetchConsumerList):
+            return [ConsumerListFetched(action.topic, None if fail else tuple(broker.registered))]
+        if isinstance(action, SendHeartbeat):
+            if not fail and cid not in broker.registered and not request.client.leaving:
+                broker.registered.append(cid)
+                self._notify_group()
+            return []
+        if isinstance(action, LockQueues):
+            granted = frozenset() if fail else broker.lock(cid, action.queues, now)
+            return [LockResult(frozenset(action.queues), granted)]
+        if isinstance(action, UnlockQueues):
+            if not fail:
+                broker.unlock(cid, action.queues)
+            return [QueuesUnlocked(frozenset(action.queues))]
+        if isinstance(action, ReadOffset):
+            if fail:
+                return [OffsetLookupFailed(action.mq, action.request_id)]
+            return [OffsetRead(action.mq, broker.offsets.get(action.mq), action.request_id)]
+        if isinstance(action, QueryMaxOffset):
+            if fail:
+                return [OffsetLookupFailed(action.mq, action.request_id)]
+            return [OffsetQueried(action.mq, broker.max_offset[action.mq], action.request_id)]
+        if isinstance(action, SearchOffset):
+            if fail:
+                return [OffsetLookupFailed(action.mq, action.request_id)]
+            return [OffsetQueried(action.mq, broker.min_offset[action.mq], action.request_id)]
+        if isinstance(action, PersistOffsets):
+            if fail:
+                return [OffsetsPersistFailed(dict(action.offsets))]
+            broker.persist(dict(action.offsets))
+            return [OffsetsPersisted(dict(action.offsets))]
+        raise AssertionError(f"not a request: {action!r}")  # pragma: no cover
+
+    def deliver_notification(self, index: int, lose: bool = False) -> None:
+        consumer = self.notifications.pop(index)
+        if consumer.alive and not lose:
+            consumer.feed(ConsumerIdsChanged())
+
+    # time ---------------------------------------------------------------------------------
+
+    def advance(self, dt: float, request_timeout: float) -> None:
+        """Let ``dt`` seconds pass: expire requests past their deadline, then tick whoever asked to be woken."""
+        self.now += dt
+        self.pending = [r for r in self.pending if self.now < r.sent_at + request_timeout]
+        for consumer in list(self.live()):
+            if consumer.wake_at is not None and self.now >= consumer.wake_at:
+                consumer.feed(Tick())
+
+    def settle(self, request_timeout: float, rounds: int = 200, step: float = 0.5) -> None:
+        """Deliver everything, consume everything and let time pass until nothing is left to do."""
+        for _ in range(rounds):
+            for _ in range(1000):
+                if self.pending:
+                    self.deliver(0)
+                elif self.notifications:
+                    self.deliver_notification(0)
+                else:
+                    break
+            self.consume_all()
+            self.advance(step, request_timeout)
+
+    def consume_all(self) -> None:
+        for consumer in list(self.live()):
+            for mq in list(consumer.dispatched):
+                for offset in sorted(consumer.dispatched.get(mq, ())):
+                    if consumer.alive:
+                        consumer.consume(mq, offset)
+            for mq in list(consumer.pulling):
+                while consumer.alive and mq in consumer.pulling:
+                    before = consumer.pulling[mq]
+                    if before >= self.broker.max_offset[mq] and before >= self.broker.min_offset[mq]:
+                        consumer.feed(MessagesPulled(mq, (), before))  # an empty pull keeps it fresh
+                        break
+                    consumer.pull(mq, batch=100)
+                while consumer.alive and consumer.dispatch_any():
+                    pass
+                for m in list(consumer.dispatched):
+                    for offset in sorted(consumer.dispatched.get(m, ())):
+                        if consumer.alive:
+                            consumer.consume(m, offset)

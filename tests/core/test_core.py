@@ -1,0 +1,591 @@
+"""Unit tests of the core's rules, one scenario each, driven by hand with explicit times (no clock anywhere)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocket_rebalance.core import (
+    Action,
+    ConsumeFromWhere,
+    ConsumerIdsChanged,
+    ConsumerListFetched,
+    DropQueue,
+    FetchConsumerList,
+    FetchRoutes,
+    LockQueues,
+    LockResult,
+    MessageModel,
+    MessagesConsumed,
+    MessagesDispatched,
+    MessagesPulled,
+    OffsetIllegal,
+    OffsetLookupFailed,
+    OffsetQueried,
+    OffsetRead,
+    OffsetsPersisted,
+    OffsetsPersistFailed,
+    PersistOffsets,
+    QueryMaxOffset,
+    QueuesChanged,
+    QueueState,
+    QueuesUnlocked,
+    ReadOffset,
+    RebalanceConfig,
+    RebalanceCore,
+    RouteUpdated,
+    SearchOffset,
+    SendHeartbeat,
+    ShutdownComplete,
+    ShutdownRequested,
+    Started,
+    StartQueue,
+    StopQueue,
+    SubscriptionChanged,
+    Tick,
+    UnlockQueues,
+    WakeAt,
+    default_consume_timestamp_ms,
+)
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
+from rocket_rebalance.strategies import create_strategy
+
+G = "group"
+ME = "10.0.0.1@1"
+OTHER = "10.0.0.2@2"
+T = "T"
+QS = [MessageQueue(T, "b0", i) for i in range(4)]
+RETRY = retry_topic(G)
+
+
+def only(actions: list[Action], kind: type) -> list:
+    return [a for a in actions if isinstance(a, kind)]
+
+
+class Drive:
+    """One core, a hand-moved clock, and helpers that answer its requests the way a healthy broker would."""
+
+    def __init__(self, topics: tuple[str, ...] = (T,), **options: object) -> None:
+        self.core = RebalanceCore(RebalanceConfig(G, ME, **options), topics)  # type: ignore[arg-type]
+        self.now = 0.0
+        self.log: list[Action] = []
+
+    def __call__(self, event: object, at: float | None = None) -> list[Action]:
+        if at is not None:
+            self.now = at
+        actions = self.core.handle(event, self.now)  # type: ignore[arg-type]
+        self.log.extend(actions)
+        return actions
+
+    def answer(self, actions: list[Action], offset: int | None = 5, grant: bool = True) -> list[Action]:
+        """Answer every lock and offset read (recursively); returns everything emitted along the way."""
+        seen = list(actions)
+        todo = list(actions)
+        while todo:
+            action = todo.pop(0)
+            if isinstance(action, LockQueues):
+                granted = frozenset(action.queues) if grant else frozenset()
+                out = self(LockResult(frozenset(action.queues), granted))
+            elif isinstance(action, ReadOffset):
+                out = self(OffsetRead(action.mq, offset, action.request_id))
+            elif isinstance(action, QueryMaxOffset | SearchOffset):
+                out = self(OffsetQueried(action.mq, 100, action.request_id))
+            else:
+                continue
+            seen.extend(out)
+            todo.extend(out)
+        return seen
+
+    def start(self, cids: tuple[str, ...] = (ME,), queues: list[MessageQueue] = QS, **answer: object) -> list[Action]:
+        self(Started())
+        actions = self(RouteUpdated(T, frozenset(queues)))
+        assert only(actions, FetchConsumerList) == [FetchConsumerList(T)]
+        return self.answer(self(ConsumerListFetched(T, cids)), **answer)  # type: ignore[arg-type]
+
+    def round(self, cids: tuple[str, ...], at: float, **answer: object) -> list[Action]:
+        """A notification at ``at``, then the consumer list ``cids`` for T; returns the round's actions."""
+        actions = self(ConsumerIdsChanged(), at=at)
+        assert FetchConsumerList(T) in actions
+        return self.answer(actions + self(ConsumerListFetched(T, cids)), **answer)  # type: ignore[arg-type]
+
+
+def expected_share(cids: tuple[str, ...], cid: str = ME) -> set[MessageQueue]:
+    prepared = prepare_rebalance_input(QS, cids)
+    return set(create_strategy("AVG").allocate(G, cid, prepared.mq_all, prepared.cid_all) or ())
+
+
+# ---------------------------------------------------------------------------------------- config
+
+
+def test_defaults_are_javas() -> None:
+    c = RebalanceConfig(G, ME)
+    assert (c.rebalance_interval, c.rebalance_min_interval, c.unbalanced_retry_interval) == (20, 1, 1)
+    assert (c.lock_retry_interval, c.route_refresh_interval, c.heartbeat_interval) == (0.5, 30, 30)
+    assert (c.persist_interval, c.lock_all_interval, c.client_lock_lifetime, c.broker_lock_lifetime) == (5, 20, 30, 60)
+    assert c.pull_expiry == 120 and c.fenced_handover and c.message_model is MessageModel.CLUSTERING
+    assert c.consume_from_where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET and c.strategy.name == "AVG"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"consume_from_where": ConsumeFromWhere.CONSUME_FROM_TIMESTAMP},
+        {"client_lock_lifetime": 60.0},
+        {"persist_interval": 0},
+        {"rebalance_interval": -1.0},
+    ],
+)
+def test_bad_config_is_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        RebalanceConfig(G, ME, **options)  # type: ignore[arg-type]
+
+
+def test_default_consume_timestamp_is_half_an_hour_back() -> None:
+    assert default_consume_timestamp_ms(10_000_000) == 10_000_000 - 1_800_000
+
+
+# ---------------------------------------------------------------------------------------- rounds
+
+
+def test_start_fetches_routes_heartbeats_and_subscribes_the_retry_topic() -> None:
+    d = Drive()
+    actions = d(Started())
+    assert actions[0] == FetchRoutes((RETRY, T))
+    assert SendHeartbeat((RETRY, T)) in actions
+    assert isinstance(actions[-1], WakeAt)
+
+
+def test_broadcasting_takes_every_queue_without_lists_locks_or_retry_topic() -> None:
+    d = Drive(message_model=MessageModel.BROADCASTING)
+    assert d(Started())[0] == FetchRoutes((T,))
+    actions = d.answer(d(RouteUpdated(T, frozenset(QS))))
+    assert not only(actions, FetchConsumerList) and not only(actions, LockQueues)
+    assert {a.mq for a in only(actions, StartQueue)} == set(QS)
+
+
+def test_clustering_round_locks_reads_and_starts_the_strategys_share() -> None:
+    d = Drive()
+    actions = d.start(cids=(ME, OTHER))
+    share = expected_share((ME, OTHER))
+    locks = only(actions, LockQueues)
+    assert locks and {mq for lock in locks for mq in lock.queues} == share
+    assert {a.mq for a in only(actions, ReadOffset)} == share
+    assert {(a.mq, a.offset) for a in only(actions, StartQueue)} == {(mq, 5) for mq in share}
+    assert only(actions, QueuesChanged) == [QueuesChanged(T, tuple(QS), tuple(sorted(share)))]
+    assert only(actions, SendHeartbeat)  # a change heartbeats at once
+    assert d.core.active_queues() == share
+
+
+def test_unchanged_assignment_is_a_no_op() -> None:
+    d = Drive()
+    d.start(cids=(ME, OTHER))
+    actions = d.round((OTHER, ME), at=5.0)
+    assert [type(a) for a in actions if not isinstance(a, WakeAt)] == [FetchConsumerList]
+
+
+def test_rounds_are_at_least_the_minimum_interval_apart_and_periodic() -> None:
+    d = Drive()
+    d.start()
+    assert not only(d(ConsumerIdsChanged(), at=0.5), FetchConsumerList)  # too soon after the first round
+    assert d.core.next_wakeup == 1.0
+    assert only(d(Tick(), at=1.0), FetchConsumerList)
+    d(ConsumerListFetched(T, (ME,)))
+    assert d.core.next_wakeup is not None and d.core.next_wakeup <= 21.0
+    assert not only(d(Tick(), at=5.0), FetchConsumerList)
+    assert only(d(Tick(), at=21.0), FetchConsumerList)  # every 20 s, notification or not
+
+
+def test_a_notification_during_a_round_starts_another_after_it() -> None:
+    d = Drive()
+    d.start()
+    first = d(ConsumerIdsChanged(), at=2.0)
+    assert only(first, FetchConsumerList)
+    assert not only(d(ConsumerIdsChanged(), at=2.1), FetchConsumerList)
+    d(ConsumerListFetched(T, (ME,)), at=2.2)
+    assert only(d(Tick(), at=3.0), FetchConsumerList)
+
+
+def test_a_lost_notification_is_repaired_by_the_periodic_round() -> None:
+    d = Drive()
+    d.start(cids=(ME,))
+    assert d.core.active_queues() == set(QS)
+    # OTHER joined, the notification never came; the 20 s round sees it.
+    actions = d(Tick(), at=20.0)
+    assert only(actions, FetchConsumerList)
+    actions = d(ConsumerListFetched(T, (ME, OTHER)))
+    assert {a.mq for a in only(actions, StopQueue)} == set(QS) - expected_share((ME, OTHER))
+
+
+def test_allocation_error_keeps_previous_queues_and_retries_in_a_second() -> None:
+    d = Drive()
+    d.start()
+    actions = d.round((), at=3.0)  # an empty consumer list: Java's "cidAll is null or cidAll empty"
+    assert not only(actions, StopQueue) and d.core.active_queues() == set(QS)
+    assert d.core.next_wakeup == 4.0
+
+
+def test_failed_consumer_list_is_unbalanced() -> None:
+    d = Drive()
+    d.start()
+    d(ConsumerIdsChanged(), at=3.0)
+    d(ConsumerListFetched(T, None))
+    assert d.core.next_wakeup == 4.0 and d.core.active_queues() == set(QS)
+
+
+def test_a_consumer_list_that_never_comes_times_out() -> None:
+    d = Drive()
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS)))
+    assert not only(d(Tick(), at=9.9), FetchConsumerList)
+    d(Tick(), at=10.0)  # request_timeout: the round is over, unbalanced
+    assert only(d(Tick(), at=11.0), FetchConsumerList)
+
+
+def test_route_change_rebalances_at_once() -> None:
+    d = Drive()
+    d.start()
+    more = QS + [MessageQueue(T, "b1", 0)]
+    actions = d(RouteUpdated(T, frozenset(more)), at=3.0)
+    assert only(actions, FetchConsumerList)
+    actions = d.answer(d(ConsumerListFetched(T, (ME,))))
+    assert [a.mq for a in only(actions, StartQueue)] == [MessageQueue(T, "b1", 0)]
+
+
+def test_unsubscribed_topics_are_released_and_new_ones_fetched() -> None:
+    d = Drive(fenced_handover=False)
+    d.start()
+    actions = d(SubscriptionChanged(frozenset({"U"})), at=2.0)
+    assert FetchRoutes(("U",)) in actions
+    assert {a.mq for a in only(actions, StopQueue)} == set(QS)
+    assert d.core.topics == (RETRY, "U")
+
+
+# ---------------------------------------------------------------------------------------- start offsets
+
+
+@pytest.mark.parametrize(
+    ("where", "topic", "expected"),
+    [
+        (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, T, QueryMaxOffset),
+        (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, RETRY, 0),
+        (ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, T, 0),
+        (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, T, SearchOffset),
+        (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, RETRY, QueryMaxOffset),
+    ],
+)
+def test_consume_from_where_when_no_offset_is_stored(where: ConsumeFromWhere, topic: str, expected: object) -> None:
+    d = Drive(topics=(T,), consume_from_where=where, consume_timestamp_ms=1234, fenced_handover=False)
+    d(Started())
+    mq = MessageQueue(topic, "b0", 0)
+    d(RouteUpdated(topic, frozenset({mq})))
+    (read,) = only(d(ConsumerListFetched(topic, (ME,))), ReadOffset)
+    assert read.consume_from_where is where
+    actions = d(OffsetRead(mq, None, read.request_id))
+    if isinstance(expected, int):
+        assert only(actions, StartQueue) == [StartQueue(mq, expected)]
+        return
+    (query,) = only(actions, expected)  # type: ignore[arg-type]
+    if isinstance(query, SearchOffset):
+        assert query.timestamp_ms == 1234
+    assert only(d(OffsetQueried(mq, 42, query.request_id)), StartQueue) == [StartQueue(mq, 42)]
+
+
+def test_an_offset_read_error_skips_the_queue_and_retries_next_round() -> None:
+    d = Drive(fenced_handover=False)
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS[:1])))
+    (read,) = only(d(ConsumerListFetched(T, (ME,))), ReadOffset)
+    actions = d(OffsetLookupFailed(QS[0], read.request_id))
+    assert not only(actions, StartQueue) and d.core.state_of(QS[0]) is QueueState.LOOKUP_WAIT
+    assert d.core.next_wakeup == 1.0  # unbalanced: another round in a second
+    d(Tick(), at=1.0)
+    (read2,) = only(d(ConsumerListFetched(T, (ME,))), ReadOffset)
+    assert read2.request_id != read.request_id
+    assert not d(OffsetRead(QS[0], 7, read.request_id))  # the late answer to the abandoned read is ignored
+    assert only(d(OffsetRead(QS[0], 9, read2.request_id)), StartQueue) == [StartQueue(QS[0], 9)]
+
+
+def test_a_max_offset_error_never_starts_from_a_guess() -> None:
+    d = Drive(fenced_handover=False)
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS[:1])))
+    (read,) = only(d(ConsumerListFetched(T, (ME,))), ReadOffset)
+    (query,) = only(d(OffsetRead(QS[0], None, read.request_id)), QueryMaxOffset)
+    assert not only(d(OffsetLookupFailed(QS[0], query.request_id)), StartQueue)
+    assert QS[0] not in d.core.active_queues()
+
+
+# ---------------------------------------------------------------------------------------- locks and the fence
+
+
+def test_a_refused_lock_is_retried_every_half_second() -> None:
+    d = Drive()
+    actions = d.start(grant=False)
+    assert not only(actions, StartQueue) and not only(actions, ReadOffset)
+    assert d.core.next_wakeup == 0.5
+    relock = only(d(Tick(), at=0.5), LockQueues)
+    assert relock and set(relock[0].queues) == set(QS)
+    started = d.answer(relock)
+    assert {a.mq for a in only(started, StartQueue)} == set(QS)
+
+
+def test_fenced_release_drains_persists_then_unlocks() -> None:
+    d = Drive()
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5, 6, 7), 8), at=1.0)
+    d(MessagesDispatched(mq, (5, 6)))
+    d(MessagesConsumed(mq, (5,)))
+    actions = d.round((ME, OTHER), at=2.0)
+    assert mq not in expected_share((ME, OTHER))
+    assert StopQueue(mq) in actions and not d.core.is_dispatchable(mq, 2.0)
+    assert not [p for p in only(actions, PersistOffsets) if mq in p.offsets]  # 6 is still being consumed
+    actions = d(MessagesConsumed(mq, (6,)), at=2.5)
+    (persist,) = only(actions, PersistOffsets)
+    assert persist.offsets[mq] == 7  # 7 was pulled but never handed out: the next owner gets it
+    assert not only(actions, UnlockQueues) and not only(actions, DropQueue)
+    actions = d(OffsetsPersisted({mq: 7}))
+    assert actions.index(DropQueue(mq)) < actions.index(UnlockQueues("b0", (mq,)))
+
+
+def test_fenced_drain_is_bounded() -> None:
+    d = Drive(persist_interval=100.0)
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5, 6), 7), at=1.0)
+    d(MessagesDispatched(mq, (5, 6)))
+    d(MessagesConsumed(mq, (5,)))
+    d.round((ME, OTHER), at=2.0)
+    assert d.core.state_of(mq) is QueueState.DRAINING
+    assert not only(d(Tick(), at=6.9), PersistOffsets)
+    (persist,) = only(d(Tick(), at=7.0), PersistOffsets)
+    assert persist.offsets[mq] == 6  # the stuck message is re-delivered rather than lost
+
+
+def test_orderly_drain_waits_for_the_message_in_consumption_however_long() -> None:
+    d = Drive(consume_orderly=True, persist_interval=100.0)
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5, 6), 7), at=1.0)
+    d(MessagesDispatched(mq, (5,)))
+    d.round((ME, OTHER), at=2.0)
+    for at in (7.0, 20.0):
+        d(Tick(), at=at)
+        if renew := [a for a in d.log[-3:] if isinstance(a, LockQueues)]:
+            d(LockResult(frozenset(renew[0].queues), frozenset(renew[0].queues)))
+    assert d.core.state_of(mq) is QueueState.DRAINING
+    (persist,) = only(d(MessagesConsumed(mq, (5,)), at=25.0), PersistOffsets)
+    assert persist.offsets[mq] == 6
+
+
+def test_without_the_fence_release_persists_at_once_java_style() -> None:
+    d = Drive(fenced_handover=False)
+    actions = d.start()
+    assert not only(actions, LockQueues)
+    mq = QS[3]
+    d(MessagesPulled(mq, (5, 6, 7), 8), at=1.0)
+    d(MessagesDispatched(mq, (5, 6)))
+    d(MessagesConsumed(mq, (5,)))
+    actions = d.round((ME, OTHER), at=2.0)
+    assert StopQueue(mq) in actions
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [6]  # 6 is in flight: re-delivered
+    assert DropQueue(mq) not in actions  # released only once the offset is persisted
+    assert d(OffsetsPersisted({mq: 6}))[0] == DropQueue(mq)
+
+
+def test_a_failed_release_write_is_retried() -> None:
+    d = Drive(fenced_handover=False)
+    d.start(offset=None)  # no stored offset: the max offset (100) is not persisted yet
+    actions = d.round((ME, OTHER), at=2.0)
+    (persist,) = only(actions, PersistOffsets)
+    d(OffsetsPersistFailed(dict(persist.offsets)), at=2.1)
+    assert d.core.next_wakeup == pytest.approx(2.6)
+    again = only(d(Tick(), at=2.6), PersistOffsets)
+    assert again and set(again[0].offsets) == set(persist.offsets)
+
+
+def test_one_offset_write_per_queue_on_the_way() -> None:
+    d = Drive(fenced_handover=False)
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5,), 6), at=1.0)
+    d(MessagesDispatched(mq, (5,)))
+    d(MessagesConsumed(mq, (5,)))
+    (periodic,) = only(d(Tick(), at=5.0), PersistOffsets)
+    assert periodic.offsets[mq] == 6
+    d(MessagesPulled(mq, (6,), 7), at=5.5)
+    d(MessagesDispatched(mq, (6,)))
+    d(MessagesConsumed(mq, (6,)))
+    actions = d.round((ME, OTHER), at=6.0)
+    assert not [p for p in only(actions, PersistOffsets) if mq in p.offsets]  # 6 is still on the way
+    actions = d(OffsetsPersisted({mq: 6}), at=6.1)
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [7]
+    assert not only(actions, DropQueue)
+    assert DropQueue(mq) in d(OffsetsPersisted({mq: 7}))
+
+
+def test_queues_are_not_locked_again_while_their_unlock_is_on_the_way() -> None:
+    d = Drive()
+    d.start()
+    mq = QS[3]
+    actions = d.round((ME, OTHER), at=2.0)  # nothing consumed: the stored offset stands, release at once
+    (unlock,) = only(actions, UnlockQueues)
+    assert mq in unlock.queues and actions.index(DropQueue(mq)) < actions.index(unlock)
+    actions = d.round((ME,), at=3.0)  # OTHER left again before our unlock was answered
+    assert not [lock for lock in only(actions, LockQueues) if mq in lock.queues]
+    relock = only(d(QueuesUnlocked(frozenset({mq}))), LockQueues)
+    assert relock and mq in relock[0].queues
+
+
+def test_a_late_grant_for_an_unwanted_queue_is_given_back() -> None:
+    d = Drive()
+    d(Started())
+    stranger = MessageQueue(T, "b9", 0)
+    actions = d(LockResult(frozenset({stranger}), frozenset({stranger})))
+    assert UnlockQueues("b9", (stranger,)) in actions
+
+
+def test_held_locks_are_renewed_and_a_lapsed_lock_drops_the_queue_without_writing() -> None:
+    d = Drive()
+    d.start()
+    assert all(d.core.is_dispatchable(mq, 29.0) for mq in QS)
+    renew = only(d(Tick(), at=20.0), LockQueues)
+    assert renew and set(renew[0].queues) == set(QS)
+    d(LockResult(frozenset(QS), frozenset(QS)))
+    assert all(d.core.is_dispatchable(mq, 45.0) for mq in QS)  # renewed at 20: valid until 50
+    d(MessagesPulled(QS[0], (5,), 6), at=45.0)
+    d(MessagesDispatched(QS[0], (5,)))
+    d(MessagesConsumed(QS[0], (5,)))
+    d(Tick(), at=40.0)  # the next renewal is lost
+    assert not d.core.is_dispatchable(QS[0], 50.0)
+    actions = d(Tick(), at=50.0)
+    assert {a.mq for a in only(actions, DropQueue)} == set(QS)
+    assert not only(actions, PersistOffsets)  # L5: someone else may own it now
+    assert not only(actions, UnlockQueues)
+
+
+def test_a_renewal_refused_drops_the_queue() -> None:
+    d = Drive()
+    d.start()
+    d(Tick(), at=20.0)
+    actions = d(LockResult(frozenset(QS), frozenset(QS[1:])))
+    assert only(actions, DropQueue) == [DropQueue(QS[0])] and StopQueue(QS[0]) in actions
+    # The round that started at 20 s takes it again: lock first, then a fresh read.
+    relock = only(d(ConsumerListFetched(T, (ME,))), LockQueues)
+    assert relock and relock[0].queues == (QS[0],)
+
+
+def test_a_lock_lost_while_reading_the_offset_is_taken_again_before_starting() -> None:
+    d = Drive()
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS[:1])))
+    (lock,) = only(d(ConsumerListFetched(T, (ME,))), LockQueues)
+    (read,) = only(d(LockResult(frozenset(lock.queues), frozenset(lock.queues))), ReadOffset)
+    d(LockResult(frozenset(lock.queues), frozenset()))  # e.g. a renewal refused in between
+    actions = d(OffsetRead(QS[0], 5, read.request_id))
+    assert not only(actions, StartQueue) and only(actions, LockQueues)
+
+
+def test_no_periodic_write_without_a_valid_lock() -> None:
+    d = Drive(persist_interval=30.0)
+    d.start()
+    d(MessagesPulled(QS[0], (5,), 6), at=1.0)
+    d(MessagesDispatched(QS[0], (5,)))
+    d(MessagesConsumed(QS[0], (5,)))
+    d(Tick(), at=20.0)  # renewal lost
+    assert not only(d(Tick(), at=30.0), PersistOffsets)
+
+
+def test_orderly_locks_even_without_the_fence_but_broadcasting_never_locks() -> None:
+    assert only(Drive(consume_orderly=True, fenced_handover=False).start(), LockQueues)
+    d = Drive(consume_orderly=True, message_model=MessageModel.BROADCASTING)
+    d(Started())
+    assert not only(d.answer(d(RouteUpdated(T, frozenset(QS)))), LockQueues)
+
+
+# ---------------------------------------------------------------------------------------- offsets
+
+
+def test_offset_illegal_freezes_persists_drops_and_rebalances_at_once() -> None:
+    d = Drive(fenced_handover=False)
+    d.start()
+    mq = QS[0]
+    d(MessagesPulled(mq, (5, 6), 7), at=2.0)
+    actions = d(OffsetIllegal(mq, 40))
+    assert StopQueue(mq) in actions
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [40]
+    d(MessagesConsumed(mq, (5, 6)))  # frozen: nothing moves it now
+    actions = d(OffsetsPersisted({mq: 40}), at=2.1)
+    assert DropQueue(mq) in actions and FetchConsumerList(T) in actions
+    started = d.answer(d(ConsumerListFetched(T, (ME,))), offset=40)
+    assert only(started, StartQueue) == [StartQueue(mq, 40)]
+
+
+def test_pushed_queues_not_pulled_for_two_minutes_are_dropped() -> None:
+    d = Drive(fenced_handover=False)
+    d.start()
+    for mq in QS[1:]:
+        d(MessagesPulled(mq, (), 5), at=100.0)
+    actions = d.round((ME,), at=121.0)
+    assert [a.mq for a in only(actions, StopQueue)] == [QS[0]]
+    pull = Drive(fenced_handover=False, push_consumer=False)
+    pull.start()
+    assert not only(pull.round((ME,), at=121.0), StopQueue)
+
+
+def test_periodic_persist_sends_only_changed_offsets() -> None:
+    d = Drive(fenced_handover=False)
+    d.start()
+    assert not only(d(Tick(), at=5.0), PersistOffsets)  # read offsets are already stored
+    d(MessagesPulled(QS[1], (5, 6), 7), at=6.0)
+    d(MessagesDispatched(QS[1], (5, 6)))
+    d(MessagesConsumed(QS[1], (6,)))
+    assert d.core.process_queue(QS[1]).commit_offset == 5  # type: ignore[union-attr]
+    d(MessagesConsumed(QS[1], (5,)))
+    (persist,) = only(d(Tick(), at=10.0), PersistOffsets)
+    assert dict(persist.offsets) == {QS[1]: 7}
+
+
+# ---------------------------------------------------------------------------------------- shutdown and time
+
+
+def test_shutdown_releases_everything_then_completes() -> None:
+    d = Drive()
+    d.start()
+    d(MessagesPulled(QS[2], (5,), 6), at=1.0)
+    d(MessagesDispatched(QS[2], (5,)))
+    d(MessagesConsumed(QS[2], (5,)))
+    actions = d(ShutdownRequested(), at=3.0)
+    assert {a.mq for a in only(actions, StopQueue)} == set(QS)
+    assert not only(actions, ShutdownComplete)
+    (persist,) = only(actions, PersistOffsets)
+    assert dict(persist.offsets) == {QS[2]: 6}  # the others' stored offsets stand
+    actions = d(OffsetsPersisted(dict(persist.offsets)))
+    assert only(actions, ShutdownComplete) and {a.mq for a in only(d.log, DropQueue)} == set(QS)
+    assert not only(d(ConsumerIdsChanged(), at=10.0), FetchConsumerList)
+
+
+def test_shutdown_with_nothing_held_completes_at_once() -> None:
+    d = Drive()
+    d(Started())
+    assert only(d(ShutdownRequested()), ShutdownComplete)
+
+
+def test_wake_ups_are_announced_for_every_timer() -> None:
+    d = Drive()
+    d.start()
+    wakes = [a.time for a in d.log if isinstance(a, WakeAt)]
+    assert wakes[-1] == d.core.next_wakeup == 5.0  # persist
+    seen = set()
+    for _ in range(20):
+        at = d.core.next_wakeup
+        assert at is not None
+        for action in d.answer(d(Tick(), at=at)):
+            seen.add(type(action))
+        if isinstance(action := d.log[-1], FetchConsumerList):
+            d(ConsumerListFetched(T, (ME,)))
+    assert {FetchRoutes, SendHeartbeat, LockQueues, FetchConsumerList} <= seen
+
+
+def test_unknown_events_are_refused() -> None:
+    with pytest.raises(TypeError):
+        RebalanceCore(RebalanceConfig(G, ME)).handle(object(), 0.0)  # type: ignore[arg-type]

@@ -1,0 +1,319 @@
+"""Several cores of one group against the in-memory broker, driven by hypothesis with random events in random order.
+
+Moves: consumers join, leave gracefully and crash; requests are delivered in any order, fail, or expire when
+time jumps; notifications are delayed or lost; messages are produced, pulled, handed out and consumed; the
+broker deletes old messages (OFFSET_ILLEGAL). Checked after every move: committed offsets never go backwards
+(in each process queue, and on the broker when locks fence the queues); with locks, no two consumers may hand out
+the same queue's messages at once. In the graceful world (no crash, no failure, no lost request) no message is
+handed out twice. After the run, everything is delivered and time passes until quiet: then every queue is owned
+by exactly one live consumer, the one the strategy names, and every message still on the broker was consumed.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from rocket_rebalance.core import ConsumeFromWhere, RebalanceConfig
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
+from tests.core.sim import Sim, SimConsumer
+
+GROUP = "group"
+TOPIC = "T"
+QUEUES = [MessageQueue(TOPIC, f"broker-{i % 2}", i // 2) for i in range(6)]
+RETRY_QUEUES = [MessageQueue(retry_topic(GROUP), "broker-0", 0)]
+ALL_QUEUES = QUEUES + RETRY_QUEUES
+# Every interval scaled down ~10x (same ratios as Java's defaults) so that a few dozen random steps cross them all.
+REQUEST_TIMEOUT = 1.0
+INTERVALS = dict(
+    rebalance_interval=2.0,
+    rebalance_min_interval=0.1,
+    unbalanced_retry_interval=0.1,
+    lock_retry_interval=0.05,
+    route_refresh_interval=3.0,
+    heartbeat_interval=3.0,
+    persist_interval=0.5,
+    lock_all_interval=2.0,
+    client_lock_lifetime=3.0,
+    broker_lock_lifetime=6.0,
+    pull_expiry=12.0,
+    release_retry_interval=0.05,
+    request_timeout=REQUEST_TIMEOUT,
+)
+
+
+class RebalanceWorld(RuleBasedStateMachine):
+    """The general world: anything may happen. Subclasses pick the consumer mode and how hostile the world is."""
+
+    orderly = False
+    fenced = True
+    graceful = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        routes = {TOPIC: QUEUES, retry_topic(GROUP): RETRY_QUEUES}
+        self.sim = Sim(routes, lock_lifetime=INTERVALS["broker_lock_lifetime"])
+        for mq in ALL_QUEUES:
+            self.sim.broker.max_offset[mq] = 4
+        self.joined = 0
+
+    @property
+    def uses_locks(self) -> bool:
+        return self.orderly or self.fenced
+
+    def config(self, cid: str) -> RebalanceConfig:
+        return RebalanceConfig(
+            GROUP,
+            cid,
+            consume_orderly=self.orderly,
+            fenced_handover=self.fenced,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            # The graceful world proves the fence: a drain that never times out must re-deliver nothing.
+            # (Orderly ignores the bound and waits for the message in consumption: the orderly worlds check that.)
+            handover_drain_timeout=1e9 if self.graceful and not self.orderly else 0.5,
+            **INTERVALS,  # type: ignore[arg-type]
+        )
+
+    def _running(self) -> list[SimConsumer]:
+        return [c for c in self.sim.live() if not c.leaving]
+
+    @initialize(consumers=st.integers(1, 3))
+    def start_group(self, consumers: int) -> None:
+        """Start from a settled group with messages waiting, so the random steps are spent on changes."""
+        for _ in range(consumers):
+            self.join()
+        self.sim.settle(REQUEST_TIMEOUT, rounds=20, step=0.05)
+        for mq in ALL_QUEUES:
+            self.sim.broker.max_offset[mq] += 6
+
+    # membership ---------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.sim.live()) < 4 and self.joined < 7)
+    @rule()
+    def join(self) -> None:
+        self.joined += 1
+        self.sim.join(self.config(f"10.0.0.{self.joined}@{self.joined}"), [TOPIC])
+
+    @precondition(lambda self: len([c for c in self.sim.live() if not c.leaving]) > 0)
+    @rule(data=st.data())
+    def leave(self, data: st.DataObject) -> None:
+        self.sim.leave(data.draw(st.sampled_from(self._running())))
+
+    @precondition(lambda self: not self.graceful and len(self.sim.live()) > 0)
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        self.sim.crash(data.draw(st.sampled_from(self.sim.live())))
+
+    # the network --------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.sim.pending) > 0)
+    @rule(data=st.data(), fail=st.booleans())
+    def deliver(self, data: st.DataObject, fail: bool) -> None:
+        index = data.draw(st.integers(0, len(self.sim.pending) - 1))
+        self.sim.deliver(index, fail=fail and not self.graceful)
+
+    @precondition(lambda self: len(self.sim.notifications) > 0)
+    @rule(data=st.data(), lose=st.booleans())
+    def notify(self, data: st.DataObject, lose: bool) -> None:
+        self.sim.deliver_notification(data.draw(st.integers(0, len(self.sim.notifications) - 1)), lose=lose)
+
+    @rule(data=st.data(), dt=st.sampled_from([0.01, 0.05, 0.1, 0.3, 0.6, 1.1, 3.1, 6.1]))
+    def advance(self, data: st.DataObject, dt: float) -> None:
+        if self.graceful:
+            # Nothing is lost in the graceful world: every request is answered (in any order) before time moves.
+            while self.sim.pending:
+                self.sim.deliver(data.draw(st.integers(0, len(self.sim.pending) - 1)))
+            dt = min(dt, 0.1)
+        self.sim.advance(dt, REQUEST_TIMEOUT)
+
+    # messages -----------------------------------------------------------------------------
+
+    @rule(mq=st.sampled_from(ALL_QUEUES), count=st.integers(1, 3))
+    def produce(self, mq: MessageQueue, count: int) -> None:
+        self.sim.broker.max_offset[mq] += count
+
+    @precondition(lambda self: not self.graceful)
+    @rule(mq=st.sampled_from(QUEUES))
+    def delete_old_messages(self, mq: MessageQueue) -> None:
+        broker = self.sim.broker
+        broker.min_offset[mq] = min(broker.max_offset[mq], broker.min_offset[mq] + 2)
+
+    @precondition(lambda self: any(c.pulling or any(c.dispatched.values()) for c in self.sim.live()))
+    @rule(data=st.data(), dispatch=st.integers(0, 4), consume=st.integers(0, 4))
+    def work(self, data: st.DataObject, dispatch: int, consume: int) -> None:
+        """A burst of one consumer's runtime: pull every queue once, hand some out, finish some (any order)."""
+        consumer = data.draw(st.sampled_from([c for c in self.sim.live() if c.pulling or any(c.dispatched.values())]))
+        for mq in sorted(consumer.pulling):
+            if consumer.alive and mq in consumer.pulling:
+                consumer.pull(mq)
+        for _ in range(dispatch):
+            if consumer.alive:
+                consumer.dispatch_any()
+        for _ in range(consume):
+            in_flight = sorted((mq, o) for mq, d in consumer.dispatched.items() for o in d)
+            if not in_flight or not consumer.alive:
+                break
+            consumer.consume(*data.draw(st.sampled_from(in_flight)))
+
+    @precondition(lambda self: any(c.pulling for c in self.sim.live()))
+    @rule(data=st.data())
+    def pull(self, data: st.DataObject) -> None:
+        consumer = data.draw(st.sampled_from([c for c in self.sim.live() if c.pulling]))
+        consumer.pull(data.draw(st.sampled_from(sorted(consumer.pulling))))
+
+    @precondition(lambda self: any(any(c.buffered.values()) for c in self.sim.live()))
+    @rule(data=st.data())
+    def dispatch(self, data: st.DataObject) -> None:
+        consumer = data.draw(st.sampled_from([c for c in self.sim.live() if any(c.buffered.values())]))
+        consumer.dispatch(data.draw(st.sampled_from(sorted(mq for mq, b in consumer.buffered.items() if b))))
+
+    @precondition(lambda self: any(any(c.dispatched.values()) for c in self.sim.live()))
+    @rule(data=st.data())
+    def consume(self, data: st.DataObject) -> None:
+        consumer = data.draw(st.sampled_from([c for c in self.sim.live() if any(c.dispatched.values())]))
+        mq = data.draw(st.sampled_from(sorted(mq for mq, d in consumer.dispatched.items() if d)))
+        consumer.consume(mq, data.draw(st.sampled_from(sorted(consumer.dispatched[mq]))))
+
+    # invariants ---------------------------------------------------------------------------
+
+    @invariant()
+    def commit_offsets_never_go_backwards(self) -> None:
+        assert not self.sim.violations, self.sim.violations
+
+    @invariant()
+    def broker_offsets_never_go_backwards(self) -> None:
+        if not self.uses_locks:
+            return  # without the fence an old owner's periodic write may land after the new owner's (as in Java)
+        for mq, history in self.sim.broker.offset_history.items():
+            assert history == sorted(history), f"{mq}: {history}"
+
+    @invariant()
+    def no_queue_handed_out_by_two_consumers(self) -> None:
+        if not self.uses_locks:
+            return
+        now = self.sim.now
+        for mq in ALL_QUEUES:
+            owners = [c.cid for c in self.sim.live() if c.core.is_dispatchable(mq, now)]
+            assert len(owners) <= 1, f"{mq} dispatchable at {owners}"
+
+    @invariant()
+    def orderly_queue_processed_by_one_consumer_at_a_time(self) -> None:
+        """Orderly, graceful: a queue's messages are handed out or still being consumed at one consumer at most."""
+        if not (self.orderly and self.graceful):
+            return  # a listener outliving the broker lock (crash, partition) is outside what a client can prevent
+        now = self.sim.now
+        for mq in ALL_QUEUES:
+            busy = [c.cid for c in self.sim.live() if c.core.is_dispatchable(mq, now) or c.dispatched.get(mq)]
+            assert len(busy) <= 1, f"{mq} busy at {busy}"
+
+    @invariant()
+    def graceful_moves_redeliver_nothing(self) -> None:
+        if not self.graceful:
+            return
+        seen: dict[tuple[MessageQueue, int], str] = {}
+        for cid, mq, offset in self.sim.deliveries:
+            assert (mq, offset) not in seen, f"{mq}@{offset} handed to {seen[(mq, offset)]} and again to {cid}"
+            seen[(mq, offset)] = cid
+
+    def teardown(self) -> None:
+        sim = self.sim
+        if not self._running():
+            return  # nobody left to converge on (leavers are checked by the invariants as they go)
+        for _ in range(600):
+            sim.settle(REQUEST_TIMEOUT, rounds=1, step=0.05)
+            if self._converged() and self._all_consumed() and not sim.pending:
+                break
+        assert self._converged(), self._ownership()
+        # Quiet must last: ownership stays put across several lock lifetimes and rebalance intervals.
+        moves_before = sim.moves
+        sim.settle(REQUEST_TIMEOUT, rounds=300, step=0.05)
+        assert self._converged(), self._ownership()
+        assert sim.moves == moves_before, "queues started or stopped while the group was quiet"
+        self.commit_offsets_never_go_backwards()
+        self.broker_offsets_never_go_backwards()
+        self.graceful_moves_redeliver_nothing()
+        assert self._all_consumed(), self._describe()
+
+    def _describe(self) -> str:
+        broker = self.sim.broker
+        missing = [
+            f"{mq}@{offset}"
+            for mq in ALL_QUEUES
+            for offset in range(broker.min_offset[mq], broker.max_offset[mq])
+            if (mq, offset) not in self.sim.consumed
+        ]
+        states = {c.cid: {str(mq): c.core.state_of(mq) for mq in c.core.held_queues()} for c in self.sim.live()}
+        return f"not consumed: {missing}; offsets {broker.offsets}; states {states}; locks {broker.locks}"
+
+    def _ownership(self) -> dict[str, list[str]]:
+        return {c.cid: sorted(str(mq) for mq in c.core.active_queues()) for c in self.sim.live()}
+
+    def _converged(self) -> bool:
+        live = [c for c in self.sim.live() if not c.leaving]
+        cids = [c.cid for c in live if c.cid in self.sim.broker.registered]
+        if len(cids) != len(live):
+            return False
+        strategy = self.config("x").strategy
+        for topic, queues in ((TOPIC, QUEUES), (retry_topic(GROUP), RETRY_QUEUES)):
+            prepared = prepare_rebalance_input(queues, cids)
+            for consumer in live:
+                want = set(strategy.allocate(GROUP, consumer.cid, prepared.mq_all, prepared.cid_all) or ())
+                have = {mq for mq in consumer.core.active_queues() if mq.topic == topic}
+                if want != have or set(consumer.core.held_queues()) - consumer.core.active_queues():
+                    return False
+        return True
+
+    def _all_consumed(self) -> bool:
+        broker = self.sim.broker
+        return all(
+            (mq, offset) in self.sim.consumed
+            for mq in ALL_QUEUES
+            for offset in range(broker.min_offset[mq], broker.max_offset[mq])
+        )
+
+
+SETTINGS = settings(
+    max_examples=50,
+    stateful_step_count=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+class FencedConcurrentWorld(RebalanceWorld):
+    orderly = False
+    fenced = True
+
+
+class OrderlyWorld(RebalanceWorld):
+    orderly = True
+    fenced = True
+
+
+class JavaWorld(RebalanceWorld):
+    """Fence off: Java's concurrent behaviour; only convergence, no loss and forward-only commits are promised."""
+
+    orderly = False
+    fenced = False
+
+
+class GracefulFencedWorld(RebalanceWorld):
+    graceful = True
+
+
+class GracefulOrderlyWorld(RebalanceWorld):
+    orderly = True
+    graceful = True
+
+
+TestFencedConcurrent = FencedConcurrentWorld.TestCase
+TestFencedConcurrent.settings = SETTINGS
+TestOrderly = OrderlyWorld.TestCase
+TestOrderly.settings = SETTINGS
+TestJavaBehaviour = JavaWorld.TestCase
+TestJavaBehaviour.settings = SETTINGS
+TestGracefulFenced = GracefulFencedWorld.TestCase
+TestGracefulFenced.settings = SETTINGS
+TestGracefulOrderly = GracefulOrderlyWorld.TestCase
+TestGracefulOrderly.settings = SETTINGS
