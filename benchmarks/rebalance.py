@@ -23,10 +23,12 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-from rocket_rebalance.runtime.local_cluster import LocalCluster
+from rocket_rebalance.runtime.local_cluster import ConsumerProcess, LocalCluster
 
 CONSUMERS = 8
 REST = 1.5
@@ -37,6 +39,7 @@ BROKERS = (("broker-a", 16), ("broker-b", 16), ("broker-c", 16), ("broker-d", 16
 class Tally:
     seconds: list[float] = field(default_factory=list)
     double_owned: float = 0.0
+    redelivered: int = 0
 
 
 def settle(cluster: LocalCluster, tally: Tally, poll: float = 0.02, timeout: float = 60.0) -> None:
@@ -52,6 +55,19 @@ def settle(cluster: LocalCluster, tally: Tally, poll: float = 0.02, timeout: flo
     raise TimeoutError(f"the group did not settle within {timeout} s")
 
 
+def is_up(consumer: ConsumerProcess) -> bool:
+    return any(e.get("event") == "started" for e in consumer.events)
+
+
+def event(cluster: LocalCluster, tally: Tally, act: Callable[[], object]) -> None:
+    """Do ``act``, wait for the group to settle, let it rest, and charge the re-deliveries of that window to it."""
+    duplicates = cluster.delivery().duplicates
+    act()
+    settle(cluster, tally)
+    time.sleep(REST)  # the next owner reaches re-delivered messages first: they show up within this rest
+    tally.redelivered += cluster.delivery().duplicates - duplicates
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
@@ -60,7 +76,8 @@ def percentile(values: list[float], share: float) -> float:
 def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int]:
     extra = [] if fenced else ["--no-fence"]
     args = ["--rebalance-interval", "20", "--persist-interval", "0.5", "--work-ms", "2", *extra]
-    results: dict[str, Tally | int] = {"join": Tally(), "leave": Tally(), "kill": Tally()}
+    tally = {"join": Tally(), "leave": Tally(), "kill": Tally()}
+    results: dict[str, Tally | int] = dict(tally)
     with LocalCluster(work_dir, brokers=BROKERS, group="GID_bench", consumer_args=args) as cluster:
         for index in range(CONSUMERS):
             cluster.start_consumer(f"c{index:02d}")
@@ -75,20 +92,16 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
         producer.start()
         try:
             for cycle in range(cycles):
-                time.sleep(REST)
                 joiner = cluster.start_consumer(f"j{cycle:02d}")
                 # A join starts when the newcomer is up (its "started" line), not at interpreter start-up.
-                cluster.wait_until(lambda j=joiner: any(e.get("event") == "started" for e in j.events), poll=0.005)
-                settle(cluster, results["join"])  # type: ignore[arg-type]
-                time.sleep(REST)
-                joiner.stop()
-                settle(cluster, results["leave"])  # type: ignore[arg-type]
+                cluster.wait_until(partial(is_up, joiner), poll=0.005)
+                event(cluster, tally["join"], lambda: None)
+                event(cluster, tally["leave"], joiner.stop)
                 cluster.start_consumer(f"r{cycle:02d}")
                 cluster.wait_until(cluster.balanced, timeout=60)
-                victim = next(c for c in cluster.live() if c.client_id != f"r{cycle:02d}")
                 time.sleep(REST)
-                victim.kill()
-                settle(cluster, results["kill"])  # type: ignore[arg-type]
+                victim = next(c for c in cluster.live() if c.client_id != f"r{cycle:02d}")
+                event(cluster, tally["kill"], victim.kill)
         finally:
             stop.set()
             producer.join()
@@ -105,19 +118,18 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=20, help="joins, leaves and kills per mode")
     args = parser.parse_args()
     print(f"{CONSUMERS} consumers, {sum(n for _, n in BROKERS)} queues, {args.cycles} cycles per mode")
-    print(f"{'mode':<10} {'event':<6} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'overlap q*s':>12}")
+    print(f"{'mode':<10} {'event':<6} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'overlap q*s':>12} {'re-delivered':>13}")
     summary = []
     for fenced in (True, False):
         with tempfile.TemporaryDirectory(prefix="rr-bench-") as folder:
             results = run_mode(Path(folder), fenced, args.cycles)
         mode = "fence on" if fenced else "fence off"
-        for event in ("join", "leave", "kill"):
-            tally = results[event]
+        for kind in ("join", "leave", "kill"):
+            tally = results[kind]
             assert isinstance(tally, Tally)
             p50, p99 = statistics.median(tally.seconds), percentile(tally.seconds, 0.99)
-            print(
-                f"{mode:<10} {event:<6} {p50:>7.3f} {p99:>7.3f} {max(tally.seconds):>7.3f} {tally.double_owned:>12.2f}"
-            )
+            times = f"{p50:>7.3f} {p99:>7.3f} {max(tally.seconds):>7.3f}"
+            print(f"{mode:<10} {kind:<6} {times} {tally.double_owned:>12.2f} {tally.redelivered:>13}")
         counts = f"consumed {results['consumed']}, re-delivered {results['redelivered']}, missing {results['missing']}"
         summary.append(f"{mode}: {counts}")
     print("\n".join(summary))
