@@ -4,8 +4,8 @@ Run: ``.venv/bin/python benchmarks/rebalance.py [--cycles 20]``. For each mode (
 Java) it runs ``cycles`` joins (a ninth consumer), graceful leaves (it stops again) and kills (a ninth consumer is
 started, then an original one is SIGKILLed), with a producer sending all along. It prints, per kind of event:
 
-* convergence: seconds from the event (the newcomer up, the SIGTERM sent, the SIGKILL done) until every live
-  consumer reports exactly its share of the plan over the live members (p50 / p99);
+* convergence: seconds from the event (a newcomer about to register, the SIGTERM sent, the SIGKILL done)
+  until every live consumer reports exactly its share of the plan over the live members (p50 / p99);
 * allocation overlap, queue-seconds: summed over the settling window, queues that two live consumers' latest
   allocations both contained (with the fence on, the lock keeps the newcomer from consuming those meanwhile);
 * re-delivered: messages consumed more than once, counted from the consumers' own records.
@@ -56,7 +56,7 @@ def settle(cluster: LocalCluster, tally: Tally, poll: float = 0.02, timeout: flo
 
 
 def is_up(consumer: ConsumerProcess) -> bool:
-    return any(e.get("event") == "started" for e in consumer.events)
+    return any(e.get("event") == "starting" for e in consumer.events)
 
 
 def event(cluster: LocalCluster, tally: Tally, act: Callable[[], object]) -> None:
@@ -93,7 +93,8 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
         try:
             for cycle in range(cycles):
                 joiner = cluster.start_consumer(f"j{cycle:02d}")
-                # A join starts when the newcomer is up (its "started" line), not at interpreter start-up.
+                # A join starts when the newcomer's process is up and about to register (its "starting" line),
+                # not at interpreter start-up.
                 cluster.wait_until(partial(is_up, joiner), poll=0.005)
                 event(cluster, tally["join"], lambda: None)
                 event(cluster, tally["leave"], joiner.stop)

@@ -126,6 +126,7 @@ def _run_consume(args: argparse.Namespace) -> int:
         signal.SIGUSR1, lambda *_: threading.Thread(target=lambda: _emit("state", **consumer.describe())).start()
     )
     faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
+    _emit("starting", client=client_id, group=args.group, topics=args.topic)  # before it registers anywhere
     consumer.start()
     _emit("started", client=client_id, group=args.group, topics=args.topic)
     while not stop.wait(args.report_interval):
