@@ -1,0 +1,178 @@
+"""A realistic synthetic fleet snapshot for tests and benchmarks (``rocket-rebalance fleet-gen``).
+
+Realistic means what makes the analysis interesting: group sizes skewed (most groups have a handful of consumers,
+a few have hundreds), several topics per group plus the retry topic ``%RETRY%<group>`` of clustering groups (one
+queue per broker, as brokers create it), client IDs in the Java client's shapes (``ip@pid#nanotime``, some with a
+unit name), a mix of strategies and message models, brokers in machine rooms for the room-aware strategies, lag
+on the offsets, and a few split views (a consumer that has not yet seen the newest member). Deterministic for a
+seed; plain Python and pyarrow, no Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rocket_rebalance.model import retry_topic
+
+__all__ = ["generate_fleet", "write_fleet"]
+
+Row = dict[str, Any]
+
+PLAIN_BROKERS = [f"broker-{chr(ord('a') + k)}" for k in range(6)]
+ROOM_BROKERS = ["hz@broker-r1", "hz@broker-r2", "sh@broker-r3", "sh@broker-r4"]
+ROOMS = ["hz", "sh"]
+
+
+def _client_id(rng: random.Random, room: str | None) -> str:
+    ip = f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    instance = f"{rng.randrange(1000, 65000)}#{rng.randrange(10**15, 10**16)}"
+    if room is not None:
+        return f"{room}@{ip}@{instance}"
+    if rng.random() < 0.05:
+        return f"{ip}@{instance}@unit{rng.randrange(4)}"
+    return f"{ip}@{instance}"
+
+
+def _group_size(rng: random.Random) -> int:
+    """Skewed: median about 4, mean about 10, a long tail up to a few hundred consumers."""
+    return max(1, min(400, int(rng.paretovariate(1.3) * 2.5)))
+
+
+def generate_fleet(
+    groups: int, seed: int = 1, split_views: float = 0.02, topics_per_group: int = 3
+) -> Iterator[tuple[str, Row]]:
+    """Yield ``(table, row)`` pairs of a fleet of ``groups`` consumer groups."""
+    rng = random.Random(seed)
+    topic_count = max(4, groups // 2)
+    topics: list[tuple[str, list[str], int]] = []
+    for k in range(topic_count):
+        room_topic = rng.random() < 0.1
+        brokers = ROOM_BROKERS if room_topic else rng.sample(PLAIN_BROKERS, rng.choice((1, 2, 2, 3, 4)))
+        queues = rng.choice((4, 8, 8, 8, 16, 16, 32))
+        name = f"{'Room' if room_topic else 'Topic'}_{k:06d}"
+        topics.append((name, brokers, queues))
+        for broker in brokers:
+            yield "routes", {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": 6}
+    for g in range(groups):
+        group = f"GID_{g:07d}"
+        draw = rng.random()
+        model = "BROADCASTING" if draw < 0.03 else "CLUSTERING"
+        options: dict[str, Any] | None = None
+        strategy = "AVG"
+        chosen = rng.sample(topics, min(len(topics), rng.randint(1, topics_per_group)))
+        rooms_used = any("@" in b for _, brokers, _ in chosen for b in brokers)
+        pick = rng.random()
+        if rooms_used and pick < 0.5:
+            strategy, options = (
+                ("MACHINE_ROOM", {"consumer_idcs": ["hz"]})
+                if pick < 0.2
+                else (
+                    "MACHINE_ROOM_NEARBY",
+                    {"inner": "AVG"},
+                )
+            )
+        elif pick < 0.12:
+            strategy = "AVG_BY_CIRCLE"
+        elif pick < 0.24:
+            strategy, options = "CONSISTENT_HASH", {"virtual_node_count": rng.choice((5, 10, 10, 20))}
+        elif pick < 0.26:
+            name, brokers, _ = chosen[0]
+            options = {"message_queues": [{"topic": name, "brokerName": brokers[0], "queueId": q} for q in range(2)]}
+            strategy = "CONFIG"
+        yield (
+            "groups",
+            {
+                "group": group,
+                "strategy": strategy,
+                "message_model": model,
+                "options": json.dumps(options, sort_keys=True) if options else None,
+            },
+        )
+        subscribed = [name for name, _, _ in chosen]
+        if model == "CLUSTERING":
+            retry = retry_topic(group)
+            subscribed.append(retry)
+            for broker in chosen[0][1]:
+                yield "routes", {"topic": retry, "broker": broker, "read_queue_nums": 1, "perm": 6}
+        for name in subscribed:
+            yield "subscriptions", {"group": group, "topic": name}
+        room_aware = strategy.startswith("MACHINE_ROOM_NEARBY")
+        ids = [_client_id(rng, rng.choice(ROOMS) if room_aware else None) for _ in range(_group_size(rng))]
+        stale = len(ids) > 2 and rng.random() < split_views
+        old_view = ids[:-1] if stale else None
+        for position, cid in enumerate(ids):
+            view = old_view if stale and position < len(ids) // 2 else None
+            yield "members", {"group": group, "client_id": cid, "view": view}
+        if model == "CLUSTERING":
+            for name, brokers, queues in chosen:
+                for broker in brokers:
+                    for q in range(queues):
+                        top = rng.randrange(1_000, 50_000_000)
+                        lag = int(rng.expovariate(1 / 200)) if rng.random() < 0.7 else 0
+                        committed = max(0, top - lag)
+                        in_flight = None if rng.random() < 0.3 else min(top, committed + rng.randrange(0, 64))
+                        yield (
+                            "offsets",
+                            {
+                                "group": group,
+                                "topic": name,
+                                "broker": broker,
+                                "queue_id": q,
+                                "max_offset": top,
+                                "committed_offset": committed,
+                                "in_flight_offset": in_flight,
+                            },
+                        )
+
+
+def write_fleet(
+    out: Path, groups: int, seed: int = 1, split_views: float = 0.02, fmt: str = "parquet", chunk: int = 200_000
+) -> dict[str, int]:
+    """Write the fleet as ``<table>.parquet`` files (or ``.jsonl``) in ``out``; returns the row count per table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rocket_rebalance.pipeline.schema import INPUT_TABLES
+
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "array<string>": pa.list_(pa.string())}
+    out.mkdir(parents=True, exist_ok=True)
+    buffers: dict[str, list[Row]] = {name: [] for name in INPUT_TABLES}
+    counts = dict.fromkeys(INPUT_TABLES, 0)
+    writers: dict[str, Any] = {}
+    schemas = {
+        name: pa.schema([pa.field(c.name, types[c.spark_type]) for c in spec.columns])
+        for name, spec in INPUT_TABLES.items()
+    }
+
+    def flush(name: str) -> None:
+        rows = buffers[name]
+        if fmt == "jsonl":
+            with (out / f"{name}.jsonl").open("a", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(row) + "\n" for row in rows)
+        else:
+            if name not in writers:
+                writers[name] = pq.ParquetWriter(out / f"{name}.parquet", schemas[name])
+            writers[name].write_table(pa.Table.from_pylist(rows, schema=schemas[name]))
+        counts[name] += len(rows)
+        rows.clear()
+
+    if fmt not in ("parquet", "jsonl"):
+        raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
+    for name in INPUT_TABLES:
+        (out / f"{name}.jsonl").unlink(missing_ok=True)
+    try:
+        for table, row in generate_fleet(groups, seed, split_views):
+            buffers[table].append(row)
+            if len(buffers[table]) >= chunk:
+                flush(table)
+        for name in INPUT_TABLES:
+            if buffers[name] or counts[name] == 0:  # an empty table is still written
+                flush(name)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return counts

@@ -1,0 +1,220 @@
+"""The same fleet analysis in one plain Python process: the tests' oracle and the benchmark's baseline.
+
+It reads the snapshot with pyarrow / json, applies the row checks of :mod:`~rocket_rebalance.pipeline.validate`,
+assembles the same per-group input rows the Spark job assembles with ``groupBy``/``collect_list``, and calls the
+same :func:`~rocket_rebalance.pipeline.analysis.analyze_group`. Any difference between this and the Spark job is
+therefore in the plumbing (reading, grouping, exploding), which is exactly what the tests check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rocket_rebalance.pipeline.analysis import Scenario, analyze_group
+from rocket_rebalance.pipeline.schema import AFTER_TABLES, INPUT_TABLES, OUTPUT_TABLES, check_snapshot
+from rocket_rebalance.pipeline.validate import row_reason
+
+__all__ = [
+    "Tables",
+    "assemble_groups",
+    "flatten",
+    "read_snapshot",
+    "run_reference",
+    "write_reference",
+    "write_tables",
+]
+
+Row = dict[str, Any]
+Tables = dict[str, list[Row]]
+
+
+def _coerce(value: Any, spark_type: str) -> Any:
+    """A JSON or Parquet value as Spark reads it into ``spark_type``; a wrong type becomes ``None``."""
+    if value is None:
+        return None
+    if spark_type in ("int", "bigint"):
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if spark_type == "string":
+        return value if isinstance(value, str) else None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    return None
+
+
+def _file_rows(path: Path, fmt: str) -> Iterator[Mapping[str, Any]]:
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(
+            p for p in path.glob("*.parquet" if fmt == "parquet" else "*.json*") if not p.name.startswith(("_", "."))
+        )
+    )
+    for file in files:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            yield from pq.read_table(file).to_pylist()
+        else:
+            with file.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if line.strip():
+                        yield json.loads(line)
+
+
+def read_snapshot(snapshot: Path, tables: Iterable[str]) -> Tables:
+    """Every table's rows, with the columns of its spec only (missing optional columns are ``None``)."""
+    found = check_snapshot(snapshot, list(tables))
+    result: Tables = {}
+    for table, (path, fmt) in found.items():
+        columns = INPUT_TABLES[table].columns
+        result[table] = [
+            {c.name: _coerce(raw.get(c.name), c.spark_type) for c in columns} for raw in _file_rows(path, fmt)
+        ]
+    return result
+
+
+def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
+    """Good rows by table; bad rows go to ``rejected`` with their reason."""
+    good: Tables = {}
+    for table, rows in tables.items():
+        keep = good.setdefault(table, [])
+        for row in rows:
+            reason = row_reason(table, row)
+            if reason is None:
+                keep.append(row)
+            else:
+                rejected.append(
+                    {
+                        "group": row.get("group"),
+                        "side": side,
+                        "table": table,
+                        "reason": reason,
+                        "row": json.dumps(row, sort_keys=True, default=str),
+                    }
+                )
+    return good
+
+
+def _sides(tables: Tables) -> dict[str, Row]:
+    """One side dict per group, the shape :func:`analyze_group` takes (and the Spark job builds)."""
+    routes_by_topic: dict[str, list[Row]] = defaultdict(list)
+    for route in tables["routes"]:
+        routes_by_topic[route["topic"]].append(route)
+    sides: dict[str, Row] = defaultdict(lambda: {"settings": None, "topics": None, "routes": None, "members": None})
+    for row in tables["groups"]:
+        side = sides[row["group"]]
+        side["settings"] = (side["settings"] or []) + [
+            {"strategy": row["strategy"], "message_model": row["message_model"], "options": row["options"]}
+        ]
+    pairs = {(row["group"], row["topic"]) for row in tables["subscriptions"]}
+    for group, topic in pairs:
+        side = sides[group]
+        side["topics"] = (side["topics"] or []) + [topic]
+        if routes_by_topic.get(topic):
+            side["routes"] = (side["routes"] or []) + routes_by_topic[topic]
+    for row in tables["members"]:
+        side = sides[row["group"]]
+        side["members"] = (side["members"] or []) + [{"client_id": row["client_id"], "view": row["view"]}]
+    return dict(sides)
+
+
+def assemble_groups(before: Tables, after: Tables | None, compare: bool) -> list[Row]:
+    """The per-group input rows, sorted by group name."""
+    before_sides = _sides(before)
+    after_sides = _sides(after) if after is not None else {}
+    offsets: dict[str, list[Row]] = defaultdict(list)
+    if compare:
+        for row in before.get("offsets", ()):
+            offsets[row["group"]].append({k: v for k, v in row.items() if k != "group"})
+    rows = []
+    for group in sorted(set(before_sides) | set(after_sides)):
+        rows.append(
+            {
+                "group": group,
+                "before": before_sides.get(group),
+                "after": after_sides.get(group),
+                "offsets": offsets.get(group) if compare else None,
+            }
+        )
+    return rows
+
+
+def flatten(results: Iterable[Mapping[str, Any]]) -> Tables:
+    """Per-group results into flat tables, each row with its ``group`` first."""
+    tables: Tables = {name: [] for name in OUTPUT_TABLES}
+    for result in results:
+        group = result["group"]
+        for name in OUTPUT_TABLES:
+            tables[name].extend({"group": group, **row} for row in result[name])
+    return tables
+
+
+def _results(
+    snapshot: Path, after: Path | None, scenario: Scenario | None, rejected: list[Row]
+) -> Iterator[dict[str, Any]]:
+    tables = ("routes", "members", "subscriptions", "groups", "offsets")
+    before = _split("before", read_snapshot(snapshot, tables), rejected)
+    after_tables = _split("after", read_snapshot(after, AFTER_TABLES), rejected) if after is not None else None
+    compare = after is not None or scenario is not None
+    return (analyze_group(row, scenario, compare) for row in assemble_groups(before, after_tables, compare))
+
+
+def run_reference(snapshot: Path, after: Path | None = None, scenario: Scenario | None = None) -> Tables:
+    """The whole analysis in this process; returns the output tables (``rejected`` includes row-level checks)."""
+    rejected: list[Row] = []
+    flat = flatten(_results(snapshot, after, scenario, rejected))
+    flat["rejected"] = rejected + flat["rejected"]
+    return flat
+
+
+def write_reference(
+    snapshot: Path, out: Path, after: Path | None = None, scenario: Scenario | None = None, chunk: int = 2_000
+) -> dict[str, int]:
+    """The same analysis, writing each table as it goes (``chunk`` groups at a time); returns rows per table.
+
+    A large fleet's output (tens of millions of rows) does not fit in memory as Python dicts; this is the
+    single-process baseline the benchmark times against the Spark job.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    schemas = {name: pa.schema([pa.field("group", pa.string()), *fields]) for name, fields in OUTPUT_TABLES.items()}
+    writers = {name: pq.ParquetWriter(out / f"{name}.parquet", schema) for name, schema in schemas.items()}
+    counts = dict.fromkeys(OUTPUT_TABLES, 0)
+    rejected: list[Row] = []
+
+    def write(tables: Tables) -> None:
+        for name, rows in tables.items():
+            if rows:
+                writers[name].write_table(pa.Table.from_pylist(rows, schema=schemas[name]))
+                counts[name] += len(rows)
+
+    try:
+        batch: list[dict[str, Any]] = []
+        for result in _results(snapshot, after, scenario, rejected):
+            batch.append(result)
+            if len(batch) >= chunk:
+                write(flatten(batch))
+                batch.clear()
+        write(flatten(batch))
+        write({"rejected": rejected})
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return counts
+
+
+def write_tables(tables: Tables, out: Path) -> None:
+    """Each table as ``<out>/<name>.parquet`` with the pipeline's schema (the baseline writes what Spark writes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, fields in OUTPUT_TABLES.items():
+        schema = pa.schema([pa.field("group", pa.string()), *fields])
+        pq.write_table(pa.Table.from_pylist(tables[name], schema=schema), out / f"{name}.parquet")

@@ -1,0 +1,252 @@
+"""The snapshot tables the pipeline reads and the tables it writes, in one place.
+
+Input tables are checked here (presence and columns) before any Spark work starts, because a typo in a folder name
+should cost a second, not a JVM start and a failed stage. Output schemas are Arrow schemas: the executors build Arrow
+batches directly and the Spark schema is derived from them, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+__all__ = [
+    "AFTER_TABLES",
+    "GROUP_RESULT_SCHEMA",
+    "INPUT_TABLES",
+    "OUTPUT_TABLES",
+    "Column",
+    "SnapshotError",
+    "TableSpec",
+    "check_snapshot",
+    "table_path",
+]
+
+
+class SnapshotError(ValueError):
+    """A snapshot folder that cannot be read: a missing table or column, or an unknown file format."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One input column: its name, its Spark SQL type, and whether a snapshot must have it."""
+
+    name: str
+    spark_type: str
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    columns: tuple[Column, ...]
+
+    @property
+    def ddl(self) -> str:
+        """The Spark DDL schema, used to read JSON Lines without inference and to cast Parquet columns."""
+        return ", ".join(f"`{c.name}` {c.spark_type}" for c in self.columns)
+
+
+INPUT_TABLES: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in (
+        TableSpec(
+            "routes",
+            (
+                Column("topic", "string"),
+                Column("broker", "string"),
+                Column("read_queue_nums", "int"),
+                Column("perm", "int", required=False),
+            ),
+        ),
+        TableSpec(
+            "members",
+            (Column("group", "string"), Column("client_id", "string"), Column("view", "array<string>", False)),
+        ),
+        TableSpec("subscriptions", (Column("group", "string"), Column("topic", "string"))),
+        TableSpec(
+            "groups",
+            (
+                Column("group", "string"),
+                Column("strategy", "string"),
+                Column("message_model", "string", required=False),
+                Column("options", "string", required=False),
+            ),
+        ),
+        TableSpec(
+            "offsets",
+            (
+                Column("group", "string"),
+                Column("topic", "string"),
+                Column("broker", "string"),
+                Column("queue_id", "int"),
+                Column("max_offset", "bigint"),
+                Column("committed_offset", "bigint"),
+                Column("in_flight_offset", "bigint", required=False),
+            ),
+        ),
+    )
+}
+
+AFTER_TABLES = ("routes", "members", "subscriptions", "groups")
+"""An ``--after`` snapshot needs no offsets: exposure is measured on the offsets at the moment of the change."""
+
+
+def table_path(snapshot: Path, table: str) -> tuple[Path, str]:
+    """Where a table lives in a snapshot folder and its format: ``<table>.parquet`` or ``<table>.jsonl``.
+
+    Either may be one file or a folder of part files (as Spark writes them).
+    """
+    for suffix, fmt in ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json")):
+        path = snapshot / f"{table}{suffix}"
+        if path.exists():
+            return path, fmt
+    raise SnapshotError(f"snapshot {snapshot}: table {table!r} not found (expected {table}.parquet or {table}.jsonl)")
+
+
+def _data_files(path: Path, fmt: str) -> list[Path]:
+    if path.is_file():
+        return [path]
+    pattern = "*.parquet" if fmt == "parquet" else "*.json*"
+    return sorted(p for p in path.glob(pattern) if not p.name.startswith(("_", ".")))
+
+
+def _columns_of(path: Path, fmt: str) -> set[str] | None:
+    """Column names of the first data file, or ``None`` for an empty table (nothing to check)."""
+    files = _data_files(path, fmt)
+    if not files:
+        return None
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return set(pq.read_schema(files[0]).names)
+    with files[0].open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    first = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise SnapshotError(f"{files[0]}: first line is not JSON: {error}") from None
+                if not isinstance(first, dict):
+                    raise SnapshotError(f"{files[0]}: lines must be JSON objects")
+                return set(first)
+    return None
+
+
+def check_snapshot(snapshot: Path, tables: tuple[str, ...] | list[str]) -> dict[str, tuple[Path, str]]:
+    """Each table's path and format; raises :class:`SnapshotError` for a missing folder, table or column.
+
+    JSON Lines tables are checked on their first object: required columns must be present (``null`` is allowed
+    and rejected later, row by row, with a reason).
+    """
+    if not snapshot.is_dir():
+        raise SnapshotError(f"snapshot {snapshot}: not a folder")
+    found: dict[str, tuple[Path, str]] = {}
+    for table in tables:
+        path, fmt = table_path(snapshot, table)
+        columns = _columns_of(path, fmt)
+        if columns is not None:
+            required = [c.name for c in INPUT_TABLES[table].columns if c.required]
+            missing = [name for name in required if name not in columns]
+            if missing:
+                raise SnapshotError(
+                    f"snapshot {snapshot}: table {table} has no column {', '.join(missing)} "
+                    f"(required: {', '.join(required)})"
+                )
+        found[table] = (path, fmt)
+    return found
+
+
+# ---- outputs -------------------------------------------------------------------------------------------------
+
+_str = pa.string()
+_int = pa.int32()
+_long = pa.int64()
+_dbl = pa.float64()
+
+
+def _fields(*pairs: tuple[str, pa.DataType]) -> list[pa.Field]:
+    return [pa.field(name, kind) for name, kind in pairs]
+
+
+OUTPUT_TABLES: dict[str, list[pa.Field]] = {
+    "assignments": _fields(("side", _str), ("topic", _str), ("broker", _str), ("queue_id", _int), ("owner", _str)),
+    "violations": _fields(
+        ("side", _str),
+        ("topic", _str),
+        ("broker", _str),
+        ("queue_id", _int),
+        ("kind", _str),
+        ("owners", pa.list_(_str)),
+        ("client_id", _str),
+        ("reason", _str),
+    ),
+    "balance": _fields(
+        ("side", _str),
+        ("topic", _str),
+        ("consumers", _int),
+        ("queues", _int),
+        ("min", _int),
+        ("max", _int),
+        ("mean", _dbl),
+        ("max_over_avg", _dbl),
+    ),
+    "skew": _fields(("side", _str), ("client_id", _str), ("queues", _int), ("fair_share", _dbl), ("skew", _dbl)),
+    "movement": _fields(
+        ("topic", _str),
+        ("queues", _int),
+        ("moved", _int),
+        ("minimum", _int),
+        ("moved_share", _dbl),
+        ("minimum_share", _dbl),
+        ("removed", _int),
+        ("paused", _int),
+        ("exposure", _long),
+    ),
+    "moved_queues": _fields(
+        ("topic", _str),
+        ("broker", _str),
+        ("queue_id", _int),
+        ("owner_before", _str),
+        ("owner_after", _str),
+        ("committed_offset", _long),
+        ("exposure", _long),
+    ),
+    "comparison": _fields(
+        ("strategy", _str),
+        ("current", pa.bool_()),
+        ("queues", _int),
+        ("moved", _int),
+        ("minimum", _int),
+        ("moved_share", _dbl),
+        ("max_over_avg", _dbl),
+        ("exposure", _long),
+        ("failed", pa.bool_()),
+    ),
+    "groups": _fields(
+        ("strategy_before", _str),
+        ("strategy_after", _str),
+        ("message_model", _str),
+        ("consumers_before", _int),
+        ("consumers_after", _int),
+        ("queues_before", _int),
+        ("queues_after", _int),
+        ("violations_before", _int),
+        ("violations_after", _int),
+        ("moved", _int),
+        ("minimum", _int),
+        ("exposure", _long),
+        ("paused", _int),
+        ("rebalances", pa.bool_()),
+    ),
+    "rejected": _fields(("side", _str), ("table", _str), ("reason", _str), ("row", _str)),
+}
+"""Each output table's columns except ``group``, which every table has first."""
+
+GROUP_RESULT_SCHEMA = pa.schema(
+    [pa.field("group", _str)] + [pa.field(name, pa.list_(pa.struct(fields))) for name, fields in OUTPUT_TABLES.items()]
+)
+"""One row per consumer group as the executors return it: an array of rows for each output table."""

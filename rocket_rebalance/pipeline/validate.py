@@ -1,0 +1,89 @@
+"""Row-by-row checks of the snapshot tables, with the reason a bad row is rejected.
+
+These are the rules in plain Python; :mod:`rocket_rebalance.pipeline.job` states the same rules as Spark column
+expressions (so checking a billion offsets stays in the JVM), and the tests compare the two paths' ``rejected``
+tables. Rules that need a whole group (no settings, unknown strategy, a member without subscription) live in
+:mod:`rocket_rebalance.pipeline.analysis`, where the group is at hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rocket_rebalance.model import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+
+__all__ = ["NAME_PATTERN", "ROW_CHECKS", "row_reason", "valid_name"]
+
+NAME_PATTERN = r"^[%|a-zA-Z0-9_-]+\z"
+"""RocketMQ's topic and group name rule, in Java regex syntax (``\\z``: no trailing newline accepted)."""
+
+_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+
+def valid_name(value: object, max_length: int) -> bool:
+    return isinstance(value, str) and len(value) <= max_length and _NAME.fullmatch(value) is not None
+
+
+Row = Mapping[str, Any]
+
+
+def _route(row: Row) -> str | None:
+    if not valid_name(row.get("topic"), TOPIC_MAX_LENGTH):
+        return "invalid topic name"
+    if not row.get("broker"):
+        return "broker name is missing"
+    if row.get("read_queue_nums") is None:
+        return "read queue count is missing"
+    if row["read_queue_nums"] < 0:
+        return "negative read queue count"
+    if row.get("perm") is not None and row["perm"] < 0:
+        return "negative perm"
+    return None
+
+
+def _group(row: Row) -> str | None:
+    return None if valid_name(row.get("group"), GROUP_MAX_LENGTH) else "invalid group name"
+
+
+def _member(row: Row) -> str | None:
+    return _group(row) or (None if row.get("client_id") else "client ID is missing")
+
+
+def _subscription(row: Row) -> str | None:
+    return _group(row) or (None if valid_name(row.get("topic"), TOPIC_MAX_LENGTH) else "invalid topic name")
+
+
+def _offset(row: Row) -> str | None:
+    reason = _subscription(row)
+    if reason:
+        return reason
+    if not row.get("broker"):
+        return "broker name is missing"
+    if row.get("queue_id") is None or row["queue_id"] < 0:
+        return "queue ID is missing or negative"
+    maximum, committed, in_flight = row.get("max_offset"), row.get("committed_offset"), row.get("in_flight_offset")
+    if maximum is None or committed is None:
+        return "offset is missing"
+    if maximum < 0 or committed < 0:
+        return "negative offset"
+    if committed > maximum:
+        return "committed offset beyond max offset"
+    if in_flight is not None and not committed <= in_flight <= maximum:
+        return "in-flight offset outside committed..max"
+    return None
+
+
+ROW_CHECKS: dict[str, Callable[[Row], str | None]] = {
+    "routes": _route,
+    "members": _member,
+    "subscriptions": _subscription,
+    "groups": _group,
+    "offsets": _offset,
+}
+
+
+def row_reason(table: str, row: Row) -> str | None:
+    """Why ``row`` of ``table`` is rejected, or ``None`` when it is fine."""
+    return ROW_CHECKS[table](row)

@@ -1,0 +1,157 @@
+"""The Spark job equals the plain-Python reference, table by table, on small snapshots (local[2])."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocket_rebalance.cli import main as cli_main
+from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
+from rocket_rebalance.pipeline.analysis import Scenario, load_scenario
+from rocket_rebalance.pipeline.reference import Tables, run_reference
+from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, SnapshotError
+
+pytestmark = pytest.mark.spark
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def canonical(rows: list[dict[str, Any]], table: str) -> list[str]:
+    """Rows as sorted JSON texts; the rejected row's own text differs between Spark's to_json and json.dumps."""
+    if table == "rejected":
+        rows = [{k: v for k, v in row.items() if k != "row"} for row in rows]
+    return sorted(json.dumps(row, sort_keys=True) for row in rows)
+
+
+def spark_tables(out: Path) -> Tables:
+    return {name: pq.read_table(out / f"{name}.parquet").to_pylist() for name in OUTPUT_TABLES}
+
+
+def assert_same(spark_out: Path, reference: Tables) -> None:
+    found = spark_tables(spark_out)
+    for name in OUTPUT_TABLES:
+        assert canonical(found[name], name) == canonical(reference[name], name), name
+
+
+def run(spark: Any, snapshot: Path, out: Path, **kwargs: Any) -> Any:
+    from rocket_rebalance.pipeline.job import run_impact
+
+    lines: list[str] = []
+    result = run_impact(snapshot, out, spark=spark, partitions=2, progress=lines.append, **kwargs)
+    assert lines and all(line.startswith("impact [") for line in lines)
+    return result
+
+
+def test_sample_with_scenario_equals_the_reference(spark: Any, tmp_path: Path) -> None:
+    scenario = load_scenario(SAMPLE_SCENARIO.read_text())
+    result = run(spark, SAMPLE_SNAPSHOT, tmp_path, scenario=scenario)
+    reference = run_reference(SAMPLE_SNAPSHOT, scenario=scenario)
+    assert_same(tmp_path, reference)
+    assert result.rows["rejected"] == len(reference["rejected"]) > 0
+    reasons = {(r["table"], r["reason"]) for r in reference["rejected"]}
+    assert ("routes", "negative read queue count") in reasons
+    assert ("offsets", "committed offset beyond max offset") in reasons
+    assert ("members", "client ID is missing") in reasons
+    assert ("members", "the group has no settings row") in reasons
+    kinds = {(v["group"], v["kind"], v["reason"].split(":")[0]) for v in reference["violations"]}
+    assert ("order_service", "unowned", "split view") in kinds
+    assert ("pinned_reader", "double_owned", "CONFIG overlap") in kinds
+    assert ("room_reader", "unowned", "MACHINE_ROOM") in kinds
+    assert ("pay_service", "double_owned", "duplicate client ID") in kinds
+    assert not [v for v in reference["violations"] if v["group"] == "audit_broadcast"]
+    report = (tmp_path / "report.md").read_text()
+    assert "Fleet impact" in report and (tmp_path / "charts" / "balance.png").exists()
+    assert json.loads((tmp_path / "summary.json").read_text())["totals"]["groups"] == 6
+
+
+def make_after(base: Path) -> Path:
+    """The sample snapshot after a deploy: one order consumer replaced, broker-b gone, a new group."""
+    after = base / "after"
+    after.mkdir()
+    for name in ("routes", "members", "subscriptions", "groups"):
+        lines = (SAMPLE_SNAPSHOT / f"{name}.jsonl").read_text().splitlines()
+        if name == "routes":
+            lines = [line for line in lines if '"broker-b"' not in line]
+        if name == "members":
+            lines = [line.replace("10.0.1.12@31002", "10.0.1.19@31009") for line in lines]
+            lines.append(json.dumps({"group": "new_group", "client_id": "10.9.9.9@1#1", "view": None}))
+        if name == "subscriptions":
+            lines.append(json.dumps({"group": "new_group", "topic": "PayTopic"}))
+        if name == "groups":
+            lines.append(json.dumps({"group": "new_group", "strategy": "AVG"}))
+        (after / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return after
+
+
+def test_after_snapshot_equals_the_reference(spark: Any, tmp_path: Path) -> None:
+    after = make_after(tmp_path)
+    out = tmp_path / "out"
+    run(spark, SAMPLE_SNAPSHOT, out, after=after, report=False)
+    reference = run_reference(SAMPLE_SNAPSHOT, after=after)
+    assert_same(out, reference)
+    # pay_service (CONSISTENT_HASH, same consumers) keeps its broker-a queues where they were when broker-b goes
+    assert {r["group"] for r in reference["moved_queues"]} == {"order_service"}
+    (new,) = [r for r in reference["groups"] if r["group"] == "new_group"]
+    assert (new["strategy_before"], new["consumers_after"], new["rebalances"]) == (None, 1, True)
+    assert not (out / "report.md").exists()
+
+
+def test_generated_parquet_fleet_equals_the_reference(spark: Any, tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet"
+    assert cli_main(["fleet-gen", "--groups", "60", "--out", str(fleet), "--seed", "5", "--split-views", "0.2"]) == 0
+    scenario: Scenario = load_scenario(
+        {"changes": [{"action": "join", "count": 1}, {"action": "broker_down", "broker": "broker-a"}]}
+    )
+    out = tmp_path / "out"
+    result = run(spark, fleet, out, scenario=scenario, report=False)
+    reference = run_reference(fleet, scenario=scenario)
+    assert_same(out, reference)
+    assert result.totals["groups"] == 60 and result.totals["moved"] > 0
+    assert any(v["reason"].startswith("split view") for v in reference["violations"])
+
+
+def test_missing_table_fails_before_any_spark_work(tmp_path: Path) -> None:
+    from rocket_rebalance.pipeline.job import run_impact
+
+    class NoSpark:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"Spark was used ({name}) before the inputs were checked")
+
+    shutil.copytree(SAMPLE_SNAPSHOT, tmp_path / "snap")
+    (tmp_path / "snap" / "offsets.jsonl").unlink()
+    with pytest.raises(SnapshotError, match="table 'offsets' not found"):
+        run_impact(tmp_path / "snap", tmp_path / "out", spark=NoSpark(), progress=lambda line: None)  # type: ignore[arg-type]
+
+
+def test_cli_reports_a_missing_column_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(SAMPLE_SNAPSHOT, tmp_path / "snap")
+    (tmp_path / "snap" / "routes.jsonl").write_text('{"topic": "T", "broker": "b"}\n')
+    status = cli_main(["impact", "--snapshot", str(tmp_path / "snap"), "--out", str(tmp_path / "out")])
+    assert status == 2
+    assert "table routes has no column read_queue_nums" in capsys.readouterr().err
+
+
+def test_entry_module_runs_under_spark_submit(tmp_path: Path) -> None:
+    import pyspark
+
+    import rocket_rebalance.pipeline.job as job
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    entry = Path(job.__file__)  # the installed entry module, as a cluster user would submit it
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    command = [
+        str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(entry),
+        "--snapshot", str(SAMPLE_SNAPSHOT), "--scenario", str(SAMPLE_SCENARIO), "--out", str(tmp_path / "out"),
+        "--partitions", "1",
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "impact [" in done.stdout + done.stderr  # spark-submit relays the Python driver's output on stdout
+    assert pq.read_table(tmp_path / "out" / "groups.parquet").num_rows == 6
+    assert (tmp_path / "out" / "report.md").exists()
