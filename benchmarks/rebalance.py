@@ -19,14 +19,13 @@ Figures are from this machine in this run; compare the two modes side by side (s
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from rocket_rebalance.runtime.local_cluster import ConsumerProcess, LocalCluster
@@ -42,32 +41,39 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
     double_owned: float = 0.0
     redelivered: int = 0
+    duplicates_before: int = 0
 
 
-def settle(cluster: LocalCluster, tally: Tally, poll: float = 0.02, timeout: float = 60.0) -> None:
-    """Wait for the plan to be reached, adding up double-owned queue-seconds on the way."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
+def mark(tally: Tally, duplicates: int) -> None:
+    """Remember the duplicate count before an event, so the event is charged only with what it caused."""
+    tally.duplicates_before = duplicates
+
+
+def settle(cluster: LocalCluster, tally: Tally, began: float, gone: ConsumerProcess | None = None) -> None:
+    """Wait until ``gone`` (a leaver) has exited and every live consumer reports its share of the plan; charge
+    the seconds since ``began`` (wall clock, as the consumers stamp their lines) and the overlap on the way."""
+    poll, timeout = 0.01, 60.0
+    while time.time() - began < timeout:
         owners = Counter(q for queues in cluster.ownership().values() for q in queues)
         tally.double_owned += poll * sum(1 for count in owners.values() if count > 1)
-        if cluster.balanced():
-            tally.seconds.append(time.monotonic() - start)
+        if (gone is None or not gone.alive) and cluster.balanced():
+            tally.seconds.append(time.time() - began)
             return
         time.sleep(poll)
     raise TimeoutError(f"the group did not settle within {timeout} s")
 
 
-def is_up(consumer: ConsumerProcess) -> bool:
-    return any(e.get("event") == "starting" for e in consumer.events)
+def started_at(consumer: ConsumerProcess) -> float | None:
+    """When the consumer process was about to register (its own ``starting`` line), or None before that."""
+    return next((e["at"] for e in list(consumer.events) if e.get("event") == "starting"), None)
 
 
-def event(cluster: LocalCluster, tally: Tally, act: Callable[[], object]) -> None:
-    """Do ``act``, wait for the group to settle, let it rest, and charge the re-deliveries of that window to it."""
-    duplicates = cluster.delivery().duplicates
-    act()
-    settle(cluster, tally)
+def event(cluster: LocalCluster, tally: Tally, began: float, gone: ConsumerProcess | None = None) -> None:
+    """Settle after an event that began at ``began``, rest, and charge the window's re-deliveries to it."""
+    settle(cluster, tally, began, gone)
     time.sleep(REST)  # the next owner reaches re-delivered messages first: they show up within this rest
-    tally.redelivered += cluster.delivery().duplicates - duplicates
+    tally.redelivered += cluster.delivery().duplicates - tally.duplicates_before
+    tally.duplicates_before = 0
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -102,19 +108,28 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
 
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
+        time.sleep(REST)
         try:
             for cycle in range(cycles):
+                duplicates = cluster.delivery().duplicates
                 joiner = cluster.start_consumer(f"j{cycle:02d}")
-                # A join starts when the newcomer's process is up and about to register (its "starting" line),
-                # not at interpreter start-up.
-                cluster.wait_until(partial(is_up, joiner), poll=0.005)
-                event(cluster, tally["join"], lambda: None)
-                event(cluster, tally["leave"], joiner.stop)
+                cluster.wait_until(lambda j=joiner: started_at(j) is not None)  # type: ignore[misc]
+                began = started_at(joiner)
+                assert began is not None
+                mark(tally["join"], duplicates)
+                event(cluster, tally["join"], began)
+                mark(tally["leave"], cluster.delivery().duplicates)
+                began = time.time()
+                joiner.process.send_signal(signal.SIGTERM)
+                event(cluster, tally["leave"], began, gone=joiner)
                 cluster.start_consumer(f"r{cycle:02d}")
                 cluster.wait_until(cluster.balanced, timeout=60)
                 time.sleep(REST)
                 victim = next(c for c in cluster.live() if c.client_id != f"r{cycle:02d}")
-                event(cluster, tally["kill"], victim.kill)
+                mark(tally["kill"], cluster.delivery().duplicates)
+                began = time.time()
+                victim.kill()
+                event(cluster, tally["kill"], began, gone=victim)
         finally:
             stop.set()
             producer.join()
