@@ -16,9 +16,7 @@ round after round.
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -103,23 +101,23 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         self.virtual_node_count = virtual_node_count
         self.hash_function = hash_function
         self._ring_cache_size = ring_cache_size
-        self._rings: OrderedDict[tuple[str, ...], HashRing] = OrderedDict()
-        self._lock = threading.Lock()
+        self._rings: dict[tuple[str, ...], HashRing] = {}
 
     def ring(self, cid_all: Sequence[str]) -> HashRing:
-        """The ring for this consumer list, from the cache when this list was seen recently."""
+        """The ring for this consumer list, from the cache when this list was seen recently.
+
+        The cache is a plain dict used only through single operations (each atomic in CPython), so a strategy
+        shared by threads needs no lock: at worst two threads build the same ring once.
+        """
         key = tuple(cid_all)
-        with self._lock:
-            cached = self._rings.get(key)
-            if cached is not None:
-                self._rings.move_to_end(key)
-                return cached
-        ring = build_ring(key, self.virtual_node_count, self.hash_function or java_md5_hash)
-        with self._lock:
-            self._rings[key] = ring
-            while len(self._rings) > self._ring_cache_size:
-                self._rings.popitem(last=False)
-        return ring
+        cached = self._rings.pop(key, None)
+        if cached is None:
+            cached = build_ring(key, self.virtual_node_count, self.hash_function or java_md5_hash)
+        self._rings[key] = cached  # (re)inserted last: the dict's order is least recently used first
+        excess = len(self._rings) - self._ring_cache_size
+        for oldest in list(self._rings)[: max(0, excess)]:  # list(dict) is one atomic copy
+            self._rings.pop(oldest, None)
+        return cached
 
     def _owners(self, mq_all: Sequence[MessageQueue], ring: HashRing) -> list[str | None]:
         """The owner of every queue, in ``mq_all`` order (the lookup of :meth:`HashRing.owner_of`, inlined)."""
