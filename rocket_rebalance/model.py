@@ -183,22 +183,22 @@ def sort_client_ids(client_ids: Iterable[str]) -> list[str]:
     return sorted(client_ids, key=java_string_key)
 
 
+def _check_items(argument: str, items: Iterable[object], expected: type, name: str) -> None:
+    for position, item in enumerate(items):
+        if not isinstance(item, expected):
+            raise TypeError(f"{argument}[{position}] must be a {name}, got {type(item).__name__}")
+
+
 def check_queue_list(argument: str, queues: Iterable[object]) -> None:
     """Raise ``TypeError`` naming ``argument`` when an item is not a ``MessageQueue``; nothing is coerced."""
-    if isinstance(queues, QueueList):
-        return
-    for position, item in enumerate(queues):
-        if not isinstance(item, MessageQueue):
-            raise TypeError(f"{argument}[{position}] must be a MessageQueue, got {type(item).__name__}")
+    if not isinstance(queues, QueueList):
+        _check_items(argument, queues, MessageQueue, "MessageQueue")
 
 
 def check_client_id_list(argument: str, client_ids: Iterable[object]) -> None:
     """Raise ``TypeError`` naming ``argument`` when an item is not a ``str``; nothing is coerced."""
-    if isinstance(client_ids, ClientIdList):
-        return
-    for position, item in enumerate(client_ids):
-        if not isinstance(item, str):
-            raise TypeError(f"{argument}[{position}] must be a str, got {type(item).__name__}")
+    if not isinstance(client_ids, ClientIdList):
+        _check_items(argument, client_ids, str, "str")
 
 
 class QueueList(tuple[MessageQueue, ...]):
@@ -212,9 +212,7 @@ class QueueList(tuple[MessageQueue, ...]):
 
     def __new__(cls, items: Iterable[MessageQueue] = ()) -> QueueList:
         self = super().__new__(cls, items)
-        for position, item in enumerate(self):
-            if not isinstance(item, MessageQueue):
-                raise TypeError(f"mq_all[{position}] must be a MessageQueue, got {type(item).__name__}")
+        _check_items("mq_all", self, MessageQueue, "MessageQueue")
         return self
 
     @classmethod
@@ -230,9 +228,7 @@ class ClientIdList(tuple[str, ...]):
 
     def __new__(cls, items: Iterable[str] = ()) -> ClientIdList:
         self = super().__new__(cls, items)
-        for position, item in enumerate(self):
-            if not isinstance(item, str):
-                raise TypeError(f"cid_all[{position}] must be a str, got {type(item).__name__}")
+        _check_items("cid_all", self, str, "str")
         return self
 
     @classmethod

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from rocket_rebalance.commands.options import add_strategy_options, build_strategy
 from rocket_rebalance.model import MessageQueue, sort_queues
+from rocket_rebalance.route import PERM_WRITE
 
 __all__ = ["register"]
 
@@ -143,7 +144,9 @@ def _run_produce(args: argparse.Namespace) -> int:
     transport = GrpcTransport(args.namesrv, token=args.token)
     try:
         route = transport.route(args.topic)
-        targets = [(d.broker_name, q) for d in route.queue_datas if d.perm & 2 for q in range(d.write_queue_nums)]
+        targets = [
+            (d.broker_name, q) for d in route.queue_datas if d.perm & PERM_WRITE for q in range(d.write_queue_nums)
+        ]
         if not targets:
             raise OSError(f"topic {args.topic} has no writable queue")
         per_queue: dict[tuple[str, int], int] = {}

@@ -22,7 +22,8 @@ from rocket_rebalance._proto.v1 import (
     namesrv_pb2_grpc,
 )
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.route import QueueData, TopicRoute
+from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.runtime.transport import route_from_wire
 
 __all__ = [
     "ConnectionRow",
@@ -71,11 +72,7 @@ def fetch_route(address: str, topic: str, timeout: float = DEFAULT_TIMEOUT) -> T
         stub = namesrv_pb2_grpc.NameServerStub(channel)
         request = namesrv_pb2.GetRouteInfoByTopicRequest(topic=topic)
         route = _ask(address, f"topic {topic}", lambda: stub.GetRouteInfoByTopic(request, timeout=timeout))
-    datas = tuple(
-        QueueData(data.broker_name, data.read_queue_nums, data.write_queue_nums, data.perm)
-        for data in route.queue_datas
-    )
-    return TopicRoute(topic, datas)
+    return route_from_wire(topic, route)
 
 
 def fetch_members(address: str, topic: str, consumer_group: str, timeout: float = DEFAULT_TIMEOUT) -> list[str]:

@@ -28,6 +28,7 @@ __all__ = [
     "PullStatus",
     "Transport",
     "TransportError",
+    "route_from_wire",
 ]
 
 T = TypeVar("T")
@@ -155,6 +156,12 @@ _PULL_STATUS = {
 }
 
 
+def route_from_wire(topic: str, answer: namesrv_pb2.TopicRouteData) -> TopicRoute:
+    """A GetRouteInfoByTopic answer as the library's :class:`TopicRoute`."""
+    datas = tuple(QueueData(d.broker_name, d.read_queue_nums, d.write_queue_nums, d.perm) for d in answer.queue_datas)
+    return TopicRoute(topic, datas)
+
+
 def _wire_queue(mq: MessageQueue) -> common_pb2.MessageQueue:
     return common_pb2.MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=mq.queue_id)
 
@@ -217,10 +224,7 @@ class GrpcTransport:
             self._namesrv.GetRouteInfoByTopic,
             namesrv_pb2.GetRouteInfoByTopicRequest(topic=topic),
         )
-        datas = tuple(
-            QueueData(d.broker_name, d.read_queue_nums, d.write_queue_nums, d.perm) for d in answer.queue_datas
-        )
-        return TopicRoute(topic, datas)
+        return route_from_wire(topic, answer)
 
     def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
         data = broker_pb2.ConsumerData(

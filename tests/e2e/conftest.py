@@ -25,10 +25,3 @@ def inject(address: str, broker: str, kind: int, client_id: str = "") -> None:
             admin_pb2.InjectFaultRequest(broker_name=broker, fault=admin_pb2.Fault(kind=kind, client_id=client_id)),
             timeout=5,
         )
-
-
-def set_broker(address: str, broker: str, up: bool) -> None:
-    with grpc.insecure_channel(address) as channel:
-        admin_pb2_grpc.AdminStub(channel).SetBrokerState(
-            admin_pb2.SetBrokerStateRequest(broker_name=broker, up=up), timeout=5
-        )
