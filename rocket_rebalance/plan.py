@@ -8,6 +8,7 @@ Pure: no I/O, no clocks.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -20,6 +21,7 @@ __all__ = [
     "Plan",
     "SplitView",
     "balance",
+    "first_owners",
     "minimum_moves",
     "movement",
     "owners",
@@ -76,19 +78,36 @@ def balance(shares: Mapping[str, Sequence[MessageQueue]]) -> Balance:
 
 
 class Movement(NamedTuple):
-    """What a change of plan moves: queues whose owner changes, against the fewest a balanced split needs."""
+    """What a change of plan moves: queues whose owner changes, against the fewest a balanced split needs.
+
+    ``owner_before`` and ``owner_after`` map each queue to its first owner in either plan (a queue absent from a
+    plan is absent from its map), so callers can say who handed a moved queue to whom without another pass.
+    """
 
     moved: list[MessageQueue]
     minimum: int
     queues: int
+    owner_before: dict[MessageQueue, str]
+    owner_after: dict[MessageQueue, str]
 
 
-def _first_owner(shares: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQueue, str]:
-    first: dict[MessageQueue, str] = {}
-    for cid, queues in shares.items():
-        for mq in queues:
-            first.setdefault(mq, cid)
-    return first
+def first_owners(shares: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQueue, str]:
+    """Each queue of a plan with the first consumer (in the plan's order) that holds it."""
+    # built back to front, so an earlier holder overwrites a later one: one C-level comprehension, no setdefault
+    return {mq: cid for cid, queues in reversed(list(shares.items())) for mq in queues}
+
+
+def _fewest_moves(
+    held_before: Mapping[MessageQueue, str], held_after: Mapping[MessageQueue, str], consumers: Sequence[str]
+) -> int:
+    """See :func:`minimum_moves`; ``consumers`` are the distinct consumers of the after plan."""
+    if not consumers or not held_after:
+        return 0
+    base, larger = divmod(len(held_after), len(consumers))
+    had = Counter(map(held_before.get, held_after))  # per consumer: queues of the after plan it held before
+    kept = [had.get(cid, 0) for cid in consumers]
+    stay = sum(min(count, base) for count in kept) + min(larger, sum(1 for count in kept if count > base))
+    return len(held_after) - stay
 
 
 def minimum_moves(before: Mapping[str, Iterable[MessageQueue]], after: Mapping[str, Iterable[MessageQueue]]) -> int:
@@ -97,28 +116,18 @@ def minimum_moves(before: Mapping[str, Iterable[MessageQueue]], after: Mapping[s
     Each consumer that stays may keep up to its target size of the queues it held; the ``n % c`` consumers with
     the most surplus get the larger target. Everything else (a leaver's queues, new queues) must move.
     """
-    held_before = _first_owner(before)
-    queues = _first_owner(after)
-    consumers = list(after)
-    if not consumers or not queues:
-        return 0
-    base, larger = divmod(len(queues), len(consumers))
-    kept = dict.fromkeys(consumers, 0)
-    for mq in queues:
-        owner = held_before.get(mq)
-        if owner in kept:
-            kept[owner] += 1
-    stay = sum(min(count, base) for count in kept.values())
-    stay += min(larger, sum(1 for count in kept.values() if count > base))
-    return len(queues) - stay
+    return _fewest_moves(first_owners(before), first_owners(after), list(after))
 
 
 def movement(before: Mapping[str, Iterable[MessageQueue]], after: Mapping[str, Iterable[MessageQueue]]) -> Movement:
     """Queues of ``after`` whose (first) owner differs from ``before`` (Java sort order), and the minimum."""
-    held_before = _first_owner(before)
-    held_after = _first_owner(after)
-    moved = sort_queues(mq for mq, cid in held_after.items() if held_before.get(mq) != cid)
-    return Movement(moved, minimum_moves(before, after), len(held_after))
+    held_before = first_owners(before)
+    held_after = first_owners(after)
+    was = held_before.get
+    moved = sort_queues([mq for mq, cid in held_after.items() if was(mq) != cid])
+    return Movement(
+        moved, _fewest_moves(held_before, held_after, list(after)), len(held_after), held_before, held_after
+    )
 
 
 class SplitView(NamedTuple):

@@ -83,3 +83,51 @@ def test_split_view_finds_double_and_missing_owners() -> None:
     assert report.unowned == []
     agreed = split_view(avg, "g", Q, dict.fromkeys("abc", ["a", "b", "c"]))
     assert agreed.double_owned == [] and agreed.unowned == []
+
+
+QUEUES = [MessageQueue("T", "b", q) for q in range(6)]
+
+
+@st.composite
+def overlapping_plans(draw: st.DrawFn) -> dict[str, list[MessageQueue]]:
+    """Plans as the pipeline meets them: any consumer may hold any queues, even the same queue as another."""
+    consumers = draw(st.lists(st.sampled_from("abcd"), min_size=0, max_size=3, unique=True))
+    return {cid: draw(st.lists(st.sampled_from(QUEUES), max_size=4)) for cid in consumers}
+
+
+def first_holders(shares: dict[str, list[MessageQueue]]) -> dict[MessageQueue, str]:
+    held: dict[MessageQueue, str] = {}
+    for cid, queues in shares.items():
+        for mq in queues:
+            held.setdefault(mq, cid)
+    return held
+
+
+def brute_force_minimum(before: dict[str, list[MessageQueue]], after: dict[str, list[MessageQueue]]) -> int:
+    """The definition itself: every balanced split of after's queues over after's consumers, fewest changed."""
+    import itertools
+
+    held = first_holders(before)
+    queues = list(dict.fromkeys(mq for share in after.values() for mq in share))
+    consumers = list(after)
+    if not consumers or not queues:
+        return 0
+    best = len(queues)
+    for split in itertools.product(consumers, repeat=len(queues)):
+        sizes = [split.count(cid) for cid in consumers]
+        if max(sizes) - min(sizes) <= 1:
+            best = min(best, sum(1 for mq, cid in zip(queues, split, strict=True) if held.get(mq) != cid))
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(overlapping_plans(), overlapping_plans())
+def test_movement_and_minimum_follow_their_definitions(
+    before: dict[str, list[MessageQueue]], after: dict[str, list[MessageQueue]]
+) -> None:
+    first_before, first_after = first_holders(before), first_holders(after)
+    change = movement(before, after)
+    assert change.owner_before == first_before and change.owner_after == first_after
+    assert change.moved == sorted(mq for mq, cid in first_after.items() if first_before.get(mq) != cid)
+    assert change.queues == len(first_after)
+    assert change.minimum == minimum_moves(before, after) == brute_force_minimum(before, after)

@@ -1,52 +1,63 @@
 """The per-group analysis: plain Python over the library's own plan, movement and balance.
 
 Spark executors and the single-process reference both call :func:`analyze_group` on the same input shape (one dict
-per consumer group, nested lists of routes, members, settings and offsets), so the pipeline equals the library
-group by group by construction; Spark only moves the groups around. No pyspark here, and no I/O.
+per consumer group, nested lists of routes, members and settings, and the group's offsets), so the pipeline equals
+the library group by group by construction; Spark only moves the groups around. No pyspark here, and no I/O.
 
 Input row (the ``group input``)::
 
     {"group": str,
      "before": side | None, "after": side | None,       # side: see below; "after" unused with a scenario
-     "offsets": [{"topic", "broker", "queue_id", "max_offset", "committed_offset", "in_flight_offset"}] | None}
+     "offsets": Offsets | None}                         # see offsets_from_rows
     side = {"settings": [{"strategy", "message_model", "options"}] | None,   # more than one row is an error
             "topics": [str] | None,                                          # the group's subscriptions
             "routes": [{"topic", "broker", "read_queue_nums", "perm"}] | None, # routes of those topics
             "members": [{"client_id", "view": [str] | None}] | None}         # one entry per consumer process
 
-Output: a dict with ``group`` and one list of rows per output table (see :mod:`rocket_rebalance.pipeline.schema`).
+Output: a dict with ``group`` and one list of rows per output table. A row is a tuple of the table's columns in the
+order of :data:`rocket_rebalance.pipeline.schema.OUTPUT_TABLES` (a fleet has tens of millions of rows: tuples are
+cheap to build and turn into Arrow columns in one transposition); :func:`as_dicts` names the columns.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from rocket_rebalance.model import (
     DuplicateClientIdWarning,
     MessageQueue,
+    QueueList,
     RebalanceInput,
     java_string_key,
     prepare_rebalance_input,
     sort_client_ids,
 )
-from rocket_rebalance.plan import Plan, balance, movement, plan
+from rocket_rebalance.plan import Movement, Plan, balance, movement, plan
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
     "COMPARED_STRATEGIES",
+    "Offsets",
     "PERM_READ",
     "Scenario",
     "ScenarioError",
     "analyze_group",
     "apply_scenario",
+    "as_dicts",
     "empty_output",
+    "exposure",
+    "gc_paused",
     "joiner_ids",
     "load_scenario",
+    "offsets_from_rows",
     "parse_strategy",
 ]
 
@@ -61,7 +72,11 @@ MESSAGE_MODELS = (CLUSTERING, BROADCASTING)
 COMPARED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 """Strategies every clustering group is compared under (default options), beside its own current strategy."""
 
-Row = dict[str, Any]
+Row = tuple[Any, ...]
+"""An output row: its table's columns in schema order (``group`` excluded)."""
+Tables = dict[str, list[Row]]
+Data = Mapping[str, Any]
+"""An input dict: a group input row or one side of it (see the module doc)."""
 
 
 # ---- settings --------------------------------------------------------------------------------------------------
@@ -181,7 +196,7 @@ def joiner_ids(count: int) -> list[str]:
     return [f"10.254.{k // 250}.{k % 250 + 1}@scenario#{k}" for k in range(count)]
 
 
-def apply_scenario(group: str, before: Row | None, scenario: Scenario) -> Row | None:
+def apply_scenario(group: str, before: Data | None, scenario: Scenario) -> dict[str, Any] | None:
     """The group's ``after`` side: ``before`` with the scenario's changes; consumers see the new member list."""
     if before is None:
         return None
@@ -251,19 +266,19 @@ def _row_json(row: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in row.items() if not k.startswith("_")}, sort_keys=True, default=str)
 
 
-def _reject(out: dict[str, list[Row]], side: str, table: str, reason: str, rows: Iterable[Mapping[str, Any]]) -> None:
+def _reject(out: Tables, side: str, table: str, reason: str, rows: Iterable[Mapping[str, Any]]) -> None:
     for row in rows:
-        out["rejected"].append({"side": side, "table": table, "reason": reason, "row": _row_json(row)})
+        out["rejected"].append((side, table, reason, _row_json(row)))
 
 
-_queue_cache: dict[tuple[str, tuple[tuple[str, int], ...]], list[MessageQueue]] = {}
+_queue_cache: dict[tuple[str, tuple[tuple[str, int], ...]], QueueList] = {}
 
 
-def _topic_queues(topic: str, routes: Sequence[Mapping[str, Any]]) -> list[MessageQueue]:
-    """The topic's queues as a consumer sees them: read queues of brokers whose perm has the read bit.
+def _topic_queues(topic: str, routes: Sequence[Mapping[str, Any]]) -> QueueList:
+    """The topic's queues as a consumer sees them (read queues of brokers whose perm has the read bit), sorted.
 
-    Many groups subscribe to one topic, so the queue objects (and the hashes they cache) are shared between the
-    groups a worker analyses; the result must not be modified.
+    Many groups subscribe to one topic, so the sorted list (and the hashes its queues cache) is prepared once and
+    shared between the groups a worker analyses.
     """
     readable = []
     for route in routes:
@@ -273,7 +288,9 @@ def _topic_queues(topic: str, routes: Sequence[Mapping[str, Any]]) -> list[Messa
     key = (topic, tuple(sorted(readable)))
     queues = _queue_cache.get(key)
     if queues is None:
-        queues = [MessageQueue(topic, broker, q) for broker, count in key[1] for q in range(count)]
+        queues = prepare_rebalance_input(
+            (MessageQueue(topic, broker, q) for broker, count in key[1] for q in range(count)), ()
+        ).mq_all
         if len(_queue_cache) > 100_000:
             _queue_cache.clear()
         _queue_cache[key] = queues
@@ -324,7 +341,7 @@ class _ViewPlans:
         return found
 
 
-def _analyze_side(group: str, name: str, data: Row | None, out: dict[str, list[Row]]) -> Side:
+def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side:
     """One side of a group: check its settings, then per topic what each consumer takes from its own view.
 
     Appends assignments, violations, balance and skew rows to ``out``; the returned :class:`Side` keeps what the
@@ -372,34 +389,21 @@ def _analyze_side(group: str, name: str, data: Row | None, out: dict[str, list[R
     live = [m["client_id"] for m in members]
     side.members = live
     multiplicity = Counter(live)
+    member_input = prepare_rebalance_input((), live)  # the same sorted member list for every topic
     skew_totals: dict[str, int] = dict.fromkeys(live, 0)
     for topic in topics:
-        queues = _topic_queues(topic, routes)
-        if not queues:
-            out["violations"].append(
-                {
-                    "side": name,
-                    "topic": topic,
-                    "broker": None,
-                    "queue_id": None,
-                    "kind": "no_route",
-                    "owners": [],
-                    "client_id": None,
-                    "reason": "the topic has no readable queue; consumers skip it",
-                }
-            )
+        mq_all = _topic_queues(topic, routes)
+        if not mq_all:
+            reason_text = "the topic has no readable queue; consumers skip it"
+            out["violations"].append((name, topic, None, None, "no_route", [], None, reason_text))
             continue
-        true_input = prepare_rebalance_input(queues, live)
-        mq_all = true_input.mq_all
+        true_input = member_input._replace(mq_all=mq_all)
         side.inputs[topic] = true_input
         side.queues += len(mq_all)
         if side.model == BROADCASTING:
             shares: Plan = {cid: list(mq_all) for cid in live}
             for cid in live:
-                out["assignments"].extend(
-                    {"side": name, "topic": topic, "broker": mq.broker_name, "queue_id": mq.queue_id, "owner": cid}
-                    for mq in mq_all
-                )
+                out["assignments"].extend([(name, topic, mq.broker_name, mq.queue_id, cid) for mq in mq_all])
             side.shares[topic] = shares
             _balance_row(out, name, topic, shares)
             for cid in live:
@@ -412,7 +416,7 @@ def _analyze_side(group: str, name: str, data: Row | None, out: dict[str, list[R
         side.true_plans[topic] = true_plan
         if plan_error is not None:
             side.true_errors[topic] = plan_error
-        taken: dict[MessageQueue, list[str]] = {}
+        held: list[tuple[str, list[MessageQueue]]] = []  # what each consumer process takes, in member order
         effective: Plan = {}
         view_keys: dict[tuple[str, ...], tuple[str, ...]] = {}  # a stale view is usually shared by many members
         for member in members:
@@ -425,39 +429,33 @@ def _analyze_side(group: str, name: str, data: Row | None, out: dict[str, list[R
                 key = view_keys.get(raw) or view_keys.setdefault(raw, tuple(prepare_rebalance_input((), raw).cid_all))
             share = plan_of(key).get(cid, [])
             effective.setdefault(cid, share)
-            for mq in share:
-                taken.setdefault(mq, []).append(cid)
-                out["assignments"].append(
-                    {"side": name, "topic": topic, "broker": mq.broker_name, "queue_id": mq.queue_id, "owner": cid}
-                )
+            held.append((cid, share))
+            out["assignments"].extend([(name, topic, mq.broker_name, mq.queue_id, cid) for mq in share])
+        if not view_keys and plan_error is None:
+            effective = true_plan  # everyone planned on the true list: the same shares, and one object to compare
         side.shares[topic] = effective
+        holder_count = Counter(chain.from_iterable(share for _, share in held))
+        odd = [mq for mq in mq_all if holder_count.get(mq) != 1]  # usually none: holders are listed for these only
+        taken: dict[MessageQueue, list[str]] = {mq: [] for mq in odd}
         true_count: Counter[MessageQueue] = Counter()
-        for cid, share in true_plan.items():
-            for mq in share:
-                true_count[mq] += multiplicity[cid]
+        if odd:
+            for cid, share in held:
+                for mq in share:
+                    if mq in taken:
+                        taken[mq].append(cid)
+            for cid, share in true_plan.items():
+                for mq in share:
+                    true_count[mq] += multiplicity[cid]
         unowned = 0
-        for mq in mq_all:
-            holders = taken.get(mq, [])
-            if len(holders) == 1:
-                continue
+        for mq in odd:
+            holders = taken[mq]
             kind = "unowned" if not holders else "double_owned"
             unowned += not holders
             side.violations += 1
             reason_text = (
                 "no live consumer" if not live else _violation_reason(side, holders, true_count[mq], plan_error)
             )
-            out["violations"].append(
-                {
-                    "side": name,
-                    "topic": topic,
-                    "broker": mq.broker_name,
-                    "queue_id": mq.queue_id,
-                    "kind": kind,
-                    "owners": holders,
-                    "client_id": None,
-                    "reason": reason_text,
-                }
-            )
+            out["violations"].append((name, topic, mq.broker_name, mq.queue_id, kind, holders, None, reason_text))
         side.unowned[topic] = unowned
         if plan_error is None:
             seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
@@ -474,18 +472,7 @@ def _analyze_side(group: str, name: str, data: Row | None, out: dict[str, list[R
                     why = "more consumers than queues"
                 else:
                     why = "the strategy gives the consumer no queue"
-                out["violations"].append(
-                    {
-                        "side": name,
-                        "topic": topic,
-                        "broker": None,
-                        "queue_id": None,
-                        "kind": "idle_consumer",
-                        "owners": [],
-                        "client_id": cid,
-                        "reason": why,
-                    }
-                )
+                out["violations"].append((name, topic, None, None, "idle_consumer", [], cid, why))
         _balance_row(out, name, topic, effective)
         for cid, share in effective.items():
             skew_totals[cid] += len(share)
@@ -493,108 +480,86 @@ def _analyze_side(group: str, name: str, data: Row | None, out: dict[str, list[R
         mean = sum(skew_totals.values()) / len(skew_totals)
         for cid in sort_client_ids(skew_totals):
             total = skew_totals[cid]
-            out["skew"].append(
-                {
-                    "side": name,
-                    "client_id": cid,
-                    "queues": total,
-                    "fair_share": mean,
-                    "skew": total / mean if mean else 1.0,
-                }
-            )
+            out["skew"].append((name, cid, total, mean, total / mean if mean else 1.0))
     return side
 
 
-def _balance_row(out: dict[str, list[Row]], side: str, topic: str, shares: Plan) -> None:
-    figures = balance(shares)
-    out["balance"].append(
-        {
-            "side": side,
-            "topic": topic,
-            "consumers": figures.consumers,
-            "queues": figures.queues,
-            "min": figures.min,
-            "max": figures.max,
-            "mean": figures.mean,
-            "max_over_avg": figures.max_over_avg,
-        }
-    )
+def _balance_row(out: Tables, side: str, topic: str, shares: Plan) -> None:
+    out["balance"].append((side, topic, *balance(shares)))  # Balance's fields are the table's columns
 
 
 # ---- before against after --------------------------------------------------------------------------------------
 
 Offsets = dict[tuple[str, str, int], tuple[int, int]]
+"""(topic, broker, queue ID) -> (committed offset, re-delivery exposure) of one group's queues."""
 
 
-def _offsets(rows: Iterable[Mapping[str, Any]] | None) -> Offsets:
-    """(topic, broker, queue) -> (committed, end of exposure): the in-flight offset when known, else the max."""
-    result: Offsets = {}
-    for row in rows or ():
-        end = row["in_flight_offset"] if row.get("in_flight_offset") is not None else row["max_offset"]
-        result[(row["topic"], row["broker"], row["queue_id"])] = (row["committed_offset"], end)
-    return result
+def exposure(committed: int, max_offset: int, in_flight: int | None) -> int:
+    """What a new owner may consume a second time: committed up to the in-flight offset when known, else the max."""
+    return max(0, (max_offset if in_flight is None else in_flight) - committed)
+
+
+def offsets_from_rows(rows: Iterable[Mapping[str, Any]]) -> Offsets:
+    """A group's offsets table rows (``topic``, ``broker``, ``queue_id``, ``max_offset``, ``committed_offset``,
+    ``in_flight_offset``) as the analysis takes them."""
+    return {
+        (row["topic"], row["broker"], row["queue_id"]): (
+            row["committed_offset"],
+            exposure(row["committed_offset"], row["max_offset"], row.get("in_flight_offset")),
+        )
+        for row in rows
+    }
 
 
 def _exposure(offsets: Offsets, mq: MessageQueue) -> tuple[int | None, int]:
-    found = offsets.get((mq.topic, mq.broker_name, mq.queue_id))
-    if found is None:
-        return None, 0
-    return found[0], max(0, found[1] - found[0])
+    return offsets.get((mq.topic, mq.broker_name, mq.queue_id), (None, 0))
 
 
-def _first_owner(shares: Plan) -> dict[MessageQueue, str]:
-    first: dict[MessageQueue, str] = {}
-    for cid, queues in shares.items():
-        for mq in queues:
-            first.setdefault(mq, cid)
-    return first
+class _Moves:
+    """Movement and re-delivery exposure per pair of plans, computed once per group.
+
+    Without split views a side's effective shares are its true plans (the same objects), so the movement table
+    and the comparison's "current" row ask for the same pair; they share the answer.
+    """
+
+    def __init__(self, offsets: Offsets) -> None:
+        self.offsets = offsets
+        # keyed by the plans' ids; the entry keeps both plans alive, so an id cannot be reused by another plan
+        self.found: dict[tuple[int, int], tuple[Plan, Plan, Movement, int]] = {}
+
+    def __call__(self, old: Plan, new: Plan) -> tuple[Movement, int]:
+        key = (id(old), id(new))
+        found = self.found.get(key)
+        if found is None:
+            change = movement(old, new)
+            found = (old, new, change, sum(_exposure(self.offsets, mq)[1] for mq in change.moved))
+            self.found[key] = found
+        return found[2], found[3]
 
 
-def _compare_sides(before: Side, after: Side, offsets: Offsets, out: dict[str, list[Row]]) -> tuple[int, int, int, int]:
+def _compare_sides(before: Side, after: Side, moves: _Moves, out: Tables) -> tuple[int, int, int, int]:
     """Movement rows per topic; returns the group's (moved, minimum, exposure, paused)."""
     totals = [0, 0, 0, 0]
     broadcasting = BROADCASTING in (before.model, after.model)
+    no_plan: Plan = {}
     for topic in sorted(set(before.inputs) | set(after.inputs), key=java_string_key):
-        old = before.shares.get(topic, {})
-        new = after.shares.get(topic, {})
         queues_after = len(after.inputs[topic].mq_all) if topic in after.inputs else 0
-        queues_before = set(before.inputs[topic].mq_all) if topic in before.inputs else set()
-        removed = len(queues_before - (set(after.inputs[topic].mq_all) if topic in after.inputs else set()))
-        if broadcasting:
-            moved: list[MessageQueue] = []
-            minimum = 0
-        else:
-            change = movement(old, new)
-            moved, minimum = change.moved, change.minimum
-        exposure = 0
-        owner_before, owner_after = _first_owner(old), _first_owner(new)
+        removed = len(_queue_set(before, topic) - _queue_set(after, topic))
+        # a broadcasting group has every consumer read every queue: nothing moves between consumers
+        old, new = (no_plan, no_plan) if broadcasting else (before.shares.get(topic, {}), after.shares.get(topic, {}))
+        change, exposure = moves(old, new)
+        moved, minimum = change.moved, change.minimum
         for mq in moved:
-            committed, exposed = _exposure(offsets, mq)
-            exposure += exposed
+            committed, exposed = _exposure(moves.offsets, mq)
+            owner_before, owner_after = change.owner_before.get(mq), change.owner_after.get(mq)
             out["moved_queues"].append(
-                {
-                    "topic": topic,
-                    "broker": mq.broker_name,
-                    "queue_id": mq.queue_id,
-                    "owner_before": owner_before.get(mq),
-                    "owner_after": owner_after.get(mq),
-                    "committed_offset": committed,
-                    "exposure": exposed,
-                }
+                (topic, mq.broker_name, mq.queue_id, owner_before, owner_after, committed, exposed)
             )
         paused = len(moved) + after.unowned.get(topic, 0)
+        moved_share = len(moved) / queues_after if queues_after else 0.0
+        minimum_share = minimum / queues_after if queues_after else 0.0
         out["movement"].append(
-            {
-                "topic": topic,
-                "queues": queues_after,
-                "moved": len(moved),
-                "minimum": minimum,
-                "moved_share": len(moved) / queues_after if queues_after else 0.0,
-                "minimum_share": minimum / queues_after if queues_after else 0.0,
-                "removed": removed,
-                "paused": paused,
-                "exposure": exposure,
-            }
+            (topic, queues_after, len(moved), minimum, moved_share, minimum_share, removed, paused, exposure)
         )
         for position, value in enumerate((len(moved), minimum, exposure, paused)):
             totals[position] += value
@@ -613,7 +578,7 @@ def _true_plan(strategy: AllocateMessageQueueStrategy, group: str, side: Side, t
     return plan(strategy, group, data.mq_all, data.cid_all)
 
 
-def _comparison(group: str, before: Side, after: Side, offsets: Offsets, out: dict[str, list[Row]]) -> None:
+def _comparison(group: str, before: Side, after: Side, moves: _Moves, out: Tables) -> None:
     """The same membership and route change under each compared strategy and the group's current one."""
     if BROADCASTING in (before.model, after.model) or before.strategy is None or after.strategy is None:
         return
@@ -622,40 +587,28 @@ def _comparison(group: str, before: Side, after: Side, offsets: Offsets, out: di
     ]
     candidates.append(("current", True, before.strategy, after.strategy))
     topics = sorted(set(before.inputs) | set(after.inputs), key=java_string_key)
-    done: dict[tuple[int, int], dict[str, Any]] = {}
+    done: dict[tuple[int, int], tuple[Any, ...]] = {}  # figures per strategy pair, after the label columns
     for label, current, old_strategy, new_strategy in candidates:
         pair = (id(old_strategy), id(new_strategy))
-        if pair in done:  # the group's current strategy is one of the compared ones: same figures
-            out["comparison"].append({**done[pair], "strategy": label, "current": current})
-            continue
-        queues = moved = minimum = exposure = 0
-        worst = 1.0
-        failed = False
-        for topic in topics:
-            try:
-                old = _true_plan(old_strategy, group, before, topic)
-                new = _true_plan(new_strategy, group, after, topic)
-            except (ValueError, TypeError):
-                failed = True
-                continue
-            change = movement(old, new)
-            queues += len(after.inputs[topic].mq_all) if topic in after.inputs else 0
-            moved += len(change.moved)
-            minimum += change.minimum
-            exposure += sum(_exposure(offsets, mq)[1] for mq in change.moved)
-            worst = max(worst, balance(new).max_over_avg)
-        done[pair] = {
-            "strategy": label,
-            "current": current,
-            "queues": queues,
-            "moved": moved,
-            "minimum": minimum,
-            "moved_share": moved / queues if queues else 0.0,
-            "max_over_avg": worst,
-            "exposure": exposure,
-            "failed": failed,
-        }
-        out["comparison"].append(done[pair])
+        if pair not in done:  # else the group's current strategy is one of the compared ones: same figures
+            queues = moved = minimum = exposure = 0
+            worst = 1.0
+            failed = False
+            for topic in topics:
+                try:
+                    old = _true_plan(old_strategy, group, before, topic)
+                    new = _true_plan(new_strategy, group, after, topic)
+                except (ValueError, TypeError):
+                    failed = True
+                    continue
+                change, exposed = moves(old, new)
+                queues += len(after.inputs[topic].mq_all) if topic in after.inputs else 0
+                moved += len(change.moved)
+                minimum += change.minimum
+                exposure += exposed
+                worst = max(worst, balance(new).max_over_avg)
+            done[pair] = (queues, moved, minimum, moved / queues if queues else 0.0, worst, exposure, failed)
+        out["comparison"].append((label, current, *done[pair]))
 
 
 def _queue_set(side: Side, topic: str) -> set[MessageQueue]:
@@ -669,6 +622,34 @@ def empty_output(group: str) -> dict[str, Any]:
     result: dict[str, Any] = {name: [] for name in OUTPUT_TABLES}
     result["group"] = group
     return result
+
+
+def as_dicts(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A group's result with each row as a dict of column names (for tests and readers, not the hot path)."""
+    from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+
+    named: dict[str, Any] = {"group": result["group"]}
+    for name, fields in OUTPUT_TABLES.items():
+        columns = [f.name for f in fields]
+        named[name] = [dict(zip(columns, row, strict=True)) for row in result[name]]
+    return named
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a batch of groups is analysed, then back on.
+
+    The analysis allocates millions of small tuples and lists that are freed by reference counting (it builds no
+    cycles); with the collector on, each allocation burst also walks every live object the worker holds (the
+    batch, the queue and ring caches), which measured as a third of the whole run (benchmarks/RESULTS.md).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, compare: bool = False) -> dict[str, Any]:
@@ -688,15 +669,13 @@ def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, comp
         before = _analyze_side(group, "before", row.get("before"), out)
         after = _analyze_side(group, "after", after_data, out) if compare else None
         if scenario is not None:  # the after side was derived from the before side: do not reject a row twice
-            seen = {(r["table"], r["reason"], r["row"]) for r in out["rejected"] if r["side"] == "before"}
-            out["rejected"] = [
-                r for r in out["rejected"] if r["side"] == "before" or (r["table"], r["reason"], r["row"]) not in seen
-            ]
+            seen = {r[1:] for r in out["rejected"] if r[0] == "before"}  # rejected row: side, table, reason, row
+            out["rejected"] = [r for r in out["rejected"] if r[0] == "before" or r[1:] not in seen]
         moved = minimum = exposure = paused = 0
         if after is not None and before.ok and after.ok:
-            offsets = _offsets(row.get("offsets"))
-            moved, minimum, exposure, paused = _compare_sides(before, after, offsets, out)
-            _comparison(group, before, after, offsets, out)
+            moves = _Moves(row.get("offsets") or {})
+            moved, minimum, exposure, paused = _compare_sides(before, after, moves, out)
+            _comparison(group, before, after, moves, out)
     rebalances = False
     if after is not None:
         topics = set(before.inputs) | set(after.inputs)
@@ -707,21 +686,21 @@ def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, comp
         )
     if before.ok or (after is not None and after.ok):
         out["groups"].append(
-            {
-                "strategy_before": before.label,
-                "strategy_after": after.label if after else None,
-                "message_model": (after.model if after is not None and after.ok else None) or before.model,
-                "consumers_before": len(before.members),
-                "consumers_after": len(after.members) if after else None,
-                "queues_before": before.queues,
-                "queues_after": after.queues if after else None,
-                "violations_before": before.violations,
-                "violations_after": after.violations if after else None,
-                "moved": moved,
-                "minimum": minimum,
-                "exposure": exposure,
-                "paused": paused,
-                "rebalances": rebalances,
-            }
+            (
+                before.label,
+                after.label if after else None,
+                (after.model if after is not None and after.ok else None) or before.model,
+                len(before.members),
+                len(after.members) if after else None,
+                before.queues,
+                after.queues if after else None,
+                before.violations,
+                after.violations if after else None,
+                moved,
+                minimum,
+                exposure,
+                paused,
+                rebalances,
+            )
         )
     return out

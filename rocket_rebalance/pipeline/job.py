@@ -2,17 +2,18 @@
 
 Steps: check the input tables (before Spark starts), read them with fixed schemas, reject bad rows with a reason
 (Spark column expressions stating the rules of :mod:`~rocket_rebalance.pipeline.validate`), assemble one row per
-consumer group with nested routes, members, settings and offsets (``groupBy`` + ``collect_list``), run
-:func:`~rocket_rebalance.pipeline.worker.analyze_batches` over Arrow batches of groups with ``mapInArrow``, and write
-each output table as Parquet by exploding the per-group arrays. The fleet never comes to the driver: only the
-report's aggregates do.
+consumer group with nested routes, members, settings and offsets (``groupBy`` + ``collect_list``), and run
+:func:`~rocket_rebalance.pipeline.worker.write_batches` over Arrow batches of groups with ``mapInArrow``: the
+executors analyse their groups and write the output tables as Parquet part files themselves, returning only row
+counts. The fleet never comes to the driver: only the counts and the report's aggregates do.
 
 On a cluster::
 
     spark-submit --master yarn --py-files rocket_rebalance.zip \\
         rocket_rebalance/pipeline/job.py --snapshot hdfs:///fleet/snap --scenario deploy.json --out hdfs:///fleet/out
 
-(local paths are checked before Spark starts; URIs with a scheme are left to Spark.)
+(local paths are checked before Spark starts; URIs with a scheme are left to Spark for the input, and to
+pyarrow's file systems for the tables the executors write, so the executors need write access to ``--out``.)
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import argparse
 import functools
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +35,6 @@ from rocket_rebalance.pipeline.commands import add_arguments, parse_conf
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
 from rocket_rebalance.pipeline.schema import (
     AFTER_TABLES,
-    GROUP_RESULT_SCHEMA,
     INPUT_TABLES,
     OUTPUT_TABLES,
     TableSpec,
@@ -139,12 +138,14 @@ def _reason(table: str) -> Column:
     )
 
 
-def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame], DataFrame | None]:
+def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame], DataFrame]:
     """Good rows per table, and every bad row as (group, side, table, reason, row)."""
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
     good: dict[str, DataFrame] = {}
-    rejected: DataFrame | None = None
+    bad_rows: list[DataFrame] = []
     for table, frame in frames.items():
         checked = frame.withColumn("_reason", _reason(table))
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
@@ -155,8 +156,8 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
             F.col("_reason").alias("reason"),
             F.to_json(F.struct(*[F.col(f"`{name}`") for name in frame.columns])).alias("row"),
         )
-        rejected = bad if rejected is None else rejected.unionByName(bad)
-    return good, rejected
+        bad_rows.append(bad)
+    return good, reduce(lambda left, right: left.unionByName(right), bad_rows)
 
 
 def _side(good: dict[str, DataFrame], name: str) -> DataFrame:
@@ -245,8 +246,15 @@ def run_impact(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import analyze_batches
+    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, complete_output, prepare_output, write_batches
 
+    count = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
+    # Every shuffle (the group assembly, and so the per-group work after it) gets exactly `count` partitions: the
+    # assembled groups are then already partitioned by group, so no extra shuffle of the whole fleet is needed
+    # before mapInArrow, and adaptive execution must not merge them into fewer Python tasks than there are cores.
+    restore = _set_conf(
+        spark, {"spark.sql.shuffle.partitions": str(count), "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    )
     try:
         log("reading and checking rows")
         frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in before_paths.items()}
@@ -255,7 +263,6 @@ def run_impact(
         if after_paths is not None:
             after_frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in after_paths.items()}
             after_good, after_rejected = _split(after_frames, "after")
-            assert rejected is not None and after_rejected is not None
             rejected = rejected.unionByName(after_rejected)
             groups = groups.join(_side(after_good, "after"), "group", "full_outer")
         if compare:
@@ -269,29 +276,18 @@ def run_impact(
                 )
             )
             groups = groups.join(offsets, "group", "left_outer")
-        count = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
-        log(f"analyzing groups in {count} partitions (mapInArrow over Arrow batches of groups)")
-        worker = functools.partial(analyze_batches, scenario=scenario, compare=compare)
-        nested_path = f"{out_text}/_groups_nested.parquet"
-        # One pass of the per-group work, written once; each output table is then exploded from this file, reading
-        # only its own column (cheaper and safer than caching a fleet of nested rows in the driver's memory).
-        groups.repartition(count, "group").mapInArrow(worker, from_arrow_schema(GROUP_RESULT_SCHEMA)).write.mode(
-            "overwrite"
-        ).parquet(nested_path)
-        nested = spark.read.parquet(nested_path)
-        sizes = nested.select(*[F.sum(F.size(name)).alias(name) for name in OUTPUT_TABLES]).first()
-        assert sizes is not None
-        rows = {name: int(sizes[name] or 0) for name in OUTPUT_TABLES}
-        for name, fields in OUTPUT_TABLES.items():
-            log(f"writing {name}")
-            table = nested.select("group", F.inline(name)).select("group", *[f.name for f in fields])
-            if name == "rejected" and rejected is not None:
-                table = rejected.select("group", *[f.name for f in fields]).unionByName(table)
-            table.write.mode("overwrite").parquet(f"{out_text}/{name}.parquet")
-        if rejected is not None:
-            rows["rejected"] = spark.read.parquet(f"{out_text}/rejected.parquet").count()
-        if _is_local(out_text):
-            shutil.rmtree(nested_path, ignore_errors=True)
+        log(f"analyzing groups in {count} partitions (mapInArrow over Arrow batches; executors write the tables)")
+        target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
+        prepare_output(target)
+        worker = functools.partial(write_batches, out=target, scenario=scenario, compare=compare)
+        rows = dict.fromkeys(OUTPUT_TABLES, 0)
+        for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
+            rows[count_row["table"]] += int(count_row["rows"])
+        complete_output(target)
+        log("writing rows rejected by the row checks")
+        rejected_fields = ["group", *(f.name for f in OUTPUT_TABLES["rejected"])]
+        rejected.select(*rejected_fields).write.mode("append").parquet(f"{out_text}/rejected.parquet")
+        rows["rejected"] = spark.read.parquet(f"{out_text}/rejected.parquet").count()
         log("aggregating the report")
         data = _report_data(spark, out_text, scenario, after, snapshot, compare)
         report_path = None
@@ -307,8 +303,25 @@ def run_impact(
         )
         return ImpactResult(out_text, rows, data.totals, report_path, seconds)
     finally:
+        restore()
         if own_session:
             spark.stop()
+
+
+def _set_conf(spark: SparkSession, settings: dict[str, str]) -> Callable[[], None]:
+    """Set SQL settings for this job; returns what puts the session's own values back (a shared session)."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+
+    def restore() -> None:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+    return restore
 
 
 def _remote(base: Path | str, tables: Sequence[str]) -> dict[str, tuple[Path | str, str]]:

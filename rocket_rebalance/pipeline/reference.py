@@ -8,13 +8,14 @@ therefore in the plumbing (reading, grouping, exploding), which is exactly what 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.pipeline.analysis import Scenario, analyze_group
+from rocket_rebalance.pipeline.analysis import Scenario, analyze_group, gc_paused, offsets_from_rows
 from rocket_rebalance.pipeline.schema import AFTER_TABLES, INPUT_TABLES, OUTPUT_TABLES, check_snapshot
 from rocket_rebalance.pipeline.validate import row_reason
 
@@ -25,7 +26,6 @@ __all__ = [
     "read_snapshot",
     "run_reference",
     "write_reference",
-    "write_tables",
 ]
 
 Row = dict[str, Any]
@@ -129,7 +129,7 @@ def assemble_groups(before: Tables, after: Tables | None, compare: bool) -> list
     offsets: dict[str, list[Row]] = defaultdict(list)
     if compare:
         for row in before.get("offsets", ()):
-            offsets[row["group"]].append({k: v for k, v in row.items() if k != "group"})
+            offsets[row["group"]].append(row)
     rows = []
     for group in sorted(set(before_sides) | set(after_sides)):
         rows.append(
@@ -137,19 +137,20 @@ def assemble_groups(before: Tables, after: Tables | None, compare: bool) -> list
                 "group": group,
                 "before": before_sides.get(group),
                 "after": after_sides.get(group),
-                "offsets": offsets.get(group) if compare else None,
+                "offsets": offsets_from_rows(offsets.get(group, ())) if compare else None,
             }
         )
     return rows
 
 
 def flatten(results: Iterable[Mapping[str, Any]]) -> Tables:
-    """Per-group results into flat tables, each row with its ``group`` first."""
+    """Per-group results into flat tables, each row a dict with its ``group`` first."""
     tables: Tables = {name: [] for name in OUTPUT_TABLES}
     for result in results:
         group = result["group"]
-        for name in OUTPUT_TABLES:
-            tables[name].extend({"group": group, **row} for row in result[name])
+        for name, fields in OUTPUT_TABLES.items():
+            columns = ["group", *(f.name for f in fields)]
+            tables[name].extend(dict(zip(columns, (group, *row), strict=True)) for row in result[name])
     return tables
 
 
@@ -177,44 +178,27 @@ def write_reference(
     """The same analysis, writing each table as it goes (``chunk`` groups at a time); returns rows per table.
 
     A large fleet's output (tens of millions of rows) does not fit in memory as Python dicts; this is the
-    single-process baseline the benchmark times against the Spark job.
+    single-process baseline the benchmark times against the Spark job. It writes through the executors' own
+    :class:`~rocket_rebalance.pipeline.worker.TableWriters` (one part file per table), so the layouts are the same.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from rocket_rebalance.pipeline.worker import TableWriters, prepare_output
 
-    out.mkdir(parents=True, exist_ok=True)
-    schemas = {name: pa.schema([pa.field("group", pa.string()), *fields]) for name, fields in OUTPUT_TABLES.items()}
-    writers = {name: pq.ParquetWriter(out / f"{name}.parquet", schema) for name, schema in schemas.items()}
-    counts = dict.fromkeys(OUTPUT_TABLES, 0)
+    prepare_output(str(out))
+    writers = TableWriters(str(out), "part-00000")
     rejected: list[Row] = []
-
-    def write(tables: Tables) -> None:
-        for name, rows in tables.items():
-            if rows:
-                writers[name].write_table(pa.Table.from_pylist(rows, schema=schemas[name]))
-                counts[name] += len(rows)
-
     try:
-        batch: list[dict[str, Any]] = []
-        for result in _results(snapshot, after, scenario, rejected):
-            batch.append(result)
-            if len(batch) >= chunk:
-                write(flatten(batch))
-                batch.clear()
-        write(flatten(batch))
-        write({"rejected": rejected})
-    finally:
-        for writer in writers.values():
-            writer.close()
-    return counts
-
-
-def write_tables(tables: Tables, out: Path) -> None:
-    """Each table as ``<out>/<name>.parquet`` with the pipeline's schema (the baseline writes what Spark writes)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    out.mkdir(parents=True, exist_ok=True)
-    for name, fields in OUTPUT_TABLES.items():
-        schema = pa.schema([pa.field("group", pa.string()), *fields])
-        pq.write_table(pa.Table.from_pylist(tables[name], schema=schema), out / f"{name}.parquet")
+        results = _results(snapshot, after, scenario, rejected)
+        while True:
+            with gc_paused():  # as the Spark workers do, a chunk of groups at a time
+                batch = list(itertools.islice(results, chunk))
+                for name in OUTPUT_TABLES:
+                    writers.write(name, [(result["group"], *row) for result in batch for row in result[name]])
+            if len(batch) < chunk:
+                break
+        columns = ["group", *(f.name for f in OUTPUT_TABLES["rejected"])]
+        writers.write("rejected", [tuple(row[c] for c in columns) for row in rejected])
+        writers.close()
+    except BaseException:
+        writers.abort()
+        raise
+    return writers.rows

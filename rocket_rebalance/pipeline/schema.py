@@ -15,13 +15,13 @@ import pyarrow as pa
 
 __all__ = [
     "AFTER_TABLES",
-    "GROUP_RESULT_SCHEMA",
     "INPUT_TABLES",
     "OUTPUT_TABLES",
     "Column",
     "SnapshotError",
     "TableSpec",
     "check_snapshot",
+    "struct_of_rows",
     "table_path",
 ]
 
@@ -246,7 +246,10 @@ OUTPUT_TABLES: dict[str, list[pa.Field]] = {
 }
 """Each output table's columns except ``group``, which every table has first."""
 
-GROUP_RESULT_SCHEMA = pa.schema(
-    [pa.field("group", _str)] + [pa.field(name, pa.list_(pa.struct(fields))) for name, fields in OUTPUT_TABLES.items()]
-)
-"""One row per consumer group as the executors return it: an array of rows for each output table."""
+
+def struct_of_rows(rows: list[tuple[object, ...]], fields: list[pa.Field]) -> pa.StructArray:
+    """Rows (tuples of the columns in ``fields`` order) as one Arrow struct array, built a column at a time."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(fields)
+    return pa.StructArray.from_arrays(
+        [pa.array(column, type=field.type) for column, field in zip(columns, fields, strict=True)], fields=fields
+    )

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
-from rocket_rebalance.pipeline.analysis import ScenarioError, analyze_group, apply_scenario, load_scenario
+from rocket_rebalance.pipeline.analysis import (
+    ScenarioError,
+    apply_scenario,
+    as_dicts,
+    load_scenario,
+    offsets_from_rows,
+)
+from rocket_rebalance.pipeline.analysis import analyze_group as analyze_rows
 from rocket_rebalance.pipeline.schema import SnapshotError, check_snapshot
 from rocket_rebalance.pipeline.validate import row_reason
 from rocket_rebalance.plan import movement, plan, split_view
@@ -23,6 +30,11 @@ pytest.importorskip("pyarrow")
 TOPIC = "OrderTopic"
 BROKERS = ("broker-a", "broker-b")
 CIDS = [f"10.0.0.{k}@{4000 + k}#17000000{k}" for k in range(1, 7)]
+
+
+def analyze_group(row: dict[str, Any], scenario: Any = None, compare: bool = False) -> dict[str, Any]:
+    """The analysis with named columns, as these tests read it."""
+    return as_dicts(analyze_rows(row, scenario, compare))
 
 
 def side(
@@ -96,7 +108,7 @@ def test_split_view_violations_equal_plan_split_view() -> None:
 def test_movement_matches_plan_movement_on_a_join() -> None:
     before_side = side([(c, None) for c in CIDS[:3]])
     after_side = side([(c, None) for c in CIDS[:4]])
-    result = analyze_group({"group": "G1", "before": before_side, "after": after_side, "offsets": []}, compare=True)
+    result = analyze_group({"group": "G1", "before": before_side, "after": after_side, "offsets": {}}, compare=True)
     strategy = create_strategy("AVG")
     old = prepare_rebalance_input(queues_of(), CIDS[:3])
     new = prepare_rebalance_input(queues_of(), CIDS[:4])
@@ -127,7 +139,7 @@ def test_movement_matches_the_simulate_command(name: str) -> None:
             ]
         }
     )
-    result = analyze_group({"group": "G1", "before": before, "offsets": []}, scenario)
+    result = analyze_group({"group": "G1", "before": before, "offsets": {}}, scenario)
     (row,) = result["movement"]
     expected = outcome.movement
     assert (row["moved"], row["minimum"], row["queues"]) == (len(expected.moved), expected.minimum, expected.queues)
@@ -146,7 +158,7 @@ def test_exposure_counts_committed_to_in_flight_or_max_on_moved_queues() -> None
         }
         for mq in queues_of()
     ]
-    row = {"group": "G1", "before": side([(c, None) for c in CIDS[:2]]), "offsets": offsets}
+    row = {"group": "G1", "before": side([(c, None) for c in CIDS[:2]]), "offsets": offsets_from_rows(offsets)}
     scenario = load_scenario({"changes": [{"action": "join", "group": "G1", "client_ids": [CIDS[2]]}]})
     result = analyze_group(row, scenario)
     expected = sum(50 if r["queue_id"] % 2 else 100 for r in result["moved_queues"])
