@@ -32,6 +32,7 @@ from itertools import chain
 from typing import Any
 
 from rocket_rebalance.model import (
+    ClientIdList,
     DuplicateClientIdWarning,
     MessageQueue,
     QueueList,
@@ -409,7 +410,7 @@ def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side
             for cid in live:
                 skew_totals[cid] += len(mq_all)
             continue
-        true_key = tuple(true_input.cid_all)
+        true_key = true_input.cid_all  # a ClientIdList: its items were checked once, plans skip the rescan
         plan_of = _ViewPlans(strategy, group, mq_all)
         true_plan = plan_of(true_key)
         plan_error = plan_of.errors.get(true_key) if live else None
@@ -418,15 +419,16 @@ def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side
             side.true_errors[topic] = plan_error
         held: list[tuple[str, list[MessageQueue]]] = []  # what each consumer process takes, in member order
         effective: Plan = {}
-        view_keys: dict[tuple[str, ...], tuple[str, ...]] = {}  # a stale view is usually shared by many members
+        view_keys: dict[tuple[str, ...], ClientIdList] = {}  # a stale view is usually shared by many members
         for member in members:
             cid = member["client_id"]
             view = member.get("view")
+            key: ClientIdList
             if view is None:
                 key = true_key
             else:
                 raw = tuple(view)
-                key = view_keys.get(raw) or view_keys.setdefault(raw, tuple(prepare_rebalance_input((), raw).cid_all))
+                key = view_keys.get(raw) or view_keys.setdefault(raw, prepare_rebalance_input((), raw).cid_all)
             share = plan_of(key).get(cid, [])
             effective.setdefault(cid, share)
             held.append((cid, share))

@@ -115,6 +115,15 @@ def test_custom_hash_function_decides_placement() -> None:
     assert strategy.allocate("g", "c1", QUEUES, CIDS) == []
 
 
+@given(st.lists(st.lists(st.sampled_from([f"10.0.0.{k}@1#{k}" for k in range(8)]), min_size=1, max_size=6), max_size=5))
+def test_remembered_replica_points_give_the_rings_of_a_fresh_strategy(lists: list[list[str]]) -> None:
+    """One strategy through joins and leaves (replica points remembered) rings like a new one for each list."""
+    kept = AllocateMessageQueueConsistentHash(virtual_node_count=4, ring_cache_size=1)
+    for cids in lists:
+        assert kept.ring(cids) == AllocateMessageQueueConsistentHash(virtual_node_count=4).ring(cids)
+        assert kept.ring(cids) == build_ring(cids, 4, java_md5_hash)
+
+
 def test_repeated_client_id_continues_replica_numbering() -> None:
     seen: list[str] = []
 
