@@ -248,7 +248,8 @@ def run_impact(
 
     from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, complete_output, prepare_output, write_batches
 
-    count = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
+    # several partitions per core: one group of hundreds of consumers cannot leave a core idle at the end for long
+    count = partitions or max(2, 4 * spark.sparkContext.defaultParallelism)
     # Every shuffle (the group assembly, and so the per-group work after it) gets exactly `count` partitions: the
     # assembled groups are then already partitioned by group, so no extra shuffle of the whole fleet is needed
     # before mapInArrow, and adaptive execution must not merge them into fewer Python tasks than there are cores.

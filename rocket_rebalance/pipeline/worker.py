@@ -121,7 +121,9 @@ class TableWriters:
 
 def _filesystem(out: str) -> tuple[pafs.FileSystem, str]:
     if "://" in out:
-        filesystem, path = pafs.FileSystem.from_uri(out)
+        scheme, rest = out.split("://", 1)
+        # Spark's Hadoop connectors say s3a:// (or s3n://) where pyarrow says s3://
+        filesystem, path = pafs.FileSystem.from_uri(f"s3://{rest}" if scheme in ("s3a", "s3n") else out)
         return filesystem, path.rstrip("/")
     return pafs.LocalFileSystem(), out.rstrip("/")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,10 +16,12 @@ from rocket_rebalance.pipeline.analysis import analyze_group, as_dicts, gc_pause
 pa = pytest.importorskip("pyarrow")
 
 pq = pytest.importorskip("pyarrow.parquet")
+pafs = pytest.importorskip("pyarrow.fs")
 
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES  # noqa: E402
 from rocket_rebalance.pipeline.worker import (  # noqa: E402
     COUNT_SCHEMA,
+    TableWriters,
     complete_output,
     offsets_per_group,
     prepare_output,
@@ -136,3 +139,21 @@ def test_gc_is_paused_only_inside_and_restored() -> None:
     with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError("a failing group batch")
     assert gc.isenabled()
+
+
+def test_output_uris_go_to_pyarrow_file_systems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writers = TableWriters(f"file://{tmp_path}/out", "part-00001")
+    writers.write("groups", [("G1", *([None] * len(OUTPUT_TABLES["groups"])))])
+    writers.close()
+    assert pq.read_table(tmp_path / "out" / "groups.parquet").column("group").to_pylist() == ["G1"]
+    asked: list[str] = []
+
+    def from_uri(uri: str) -> tuple[Any, str]:
+        asked.append(uri)
+        return pafs.LocalFileSystem(), str(tmp_path)
+
+    import rocket_rebalance.pipeline.worker as worker
+
+    monkeypatch.setattr(worker, "pafs", SimpleNamespace(FileSystem=SimpleNamespace(from_uri=from_uri)))
+    TableWriters("s3a://fleet-bucket/impact", "part-00002")  # Spark's scheme, pyarrow's name for it
+    assert asked == ["s3://fleet-bucket/impact"]
