@@ -22,6 +22,7 @@ cheap to build and turn into Arrow columns in one transposition); :func:`as_dict
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import warnings
 from collections import Counter
@@ -60,6 +61,7 @@ __all__ = [
     "load_scenario",
     "offsets_from_rows",
     "parse_strategy",
+    "view_digest",
 ]
 
 PERM_READ = 4
@@ -238,7 +240,51 @@ def apply_scenario(group: str, before: Data | None, scenario: Scenario) -> dict[
     for member in members:
         new = member.pop("_new", False)
         member["view"] = list(old_ids) if stale and not new else None
+        member["view_digest"] = None  # the scenario decides every view after the change
     return {"settings": settings, "topics": before.get("topics"), "routes": routes, "members": members}
+
+
+# ---- views given by digest ----------------------------------------------------------------------------------
+
+
+def view_digest(client_ids: Iterable[str]) -> str:
+    """The digest that stands for a member list in a snapshot's ``view_digest`` column.
+
+    Hex MD5 of the client IDs in Java order (duplicates kept), each followed by a newline, in UTF-8: a collector
+    that records what each consumer last received can store this instead of the whole list.
+    """
+    text = "".join(f"{cid}\n" for cid in sort_client_ids(client_ids))
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _resolve_views(
+    members: list[dict[str, Any]], live: Sequence[str], known: Sequence[Sequence[str]]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Members whose view is given only by digest get the list the digest names, when it names one we know.
+
+    Known lists: the side's own member list, every view recorded in full in the group, and ``known`` (for the after
+    side, the before side's list: the usual stale view right after a change). A recorded ``view`` wins over a
+    digest. Returns the members, with the view of an unresolvable digest set to nothing, and those consumers'
+    digests (what they take cannot be computed; they are reported, not guessed).
+    """
+    if not any(m.get("view_digest") for m in members):
+        return members, {}
+    own = view_digest(live)
+    lists = {
+        view_digest(ids): list(ids) for ids in (*known, *(m["view"] for m in members if m.get("view") is not None))
+    }
+    resolved: list[dict[str, Any]] = []
+    unknown: dict[str, str] = {}
+    for member in members:
+        digest = member.get("view_digest")
+        if member.get("view") is not None or not digest or digest == own:
+            resolved.append(member)
+        elif digest in lists:
+            resolved.append({**member, "view": lists[digest]})
+        else:
+            resolved.append({**member, "view": []})
+            unknown[member["client_id"]] = digest
+    return resolved, unknown
 
 
 # ---- one side of one group -------------------------------------------------------------------------------------
@@ -342,8 +388,10 @@ class _ViewPlans:
         return found
 
 
-def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side:
+def _analyze_side(group: str, name: str, data: Data | None, out: Tables, known: Sequence[Sequence[str]] = ()) -> Side:
     """One side of a group: check its settings, then per topic what each consumer takes from its own view.
+
+    ``known`` are member lists a ``view_digest`` may name besides the side's own (see :func:`_resolve_views`).
 
     Appends assignments, violations, balance and skew rows to ``out``; the returned :class:`Side` keeps what the
     movement and the strategy comparison need, so nothing is planned twice.
@@ -354,7 +402,8 @@ def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side
     settings = list(data.get("settings") or ())
     topics = sorted(set(data.get("topics") or ()), key=java_string_key)
     members = sorted(
-        data.get("members") or (), key=lambda m: (java_string_key(m["client_id"]), tuple(m.get("view") or ()))
+        data.get("members") or (),
+        key=lambda m: (java_string_key(m["client_id"]), tuple(m.get("view") or ()), m.get("view_digest") or ""),
     )
     routes = list(data.get("routes") or ())
     reason: str | None = None
@@ -389,6 +438,10 @@ def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side
     strategy = side.strategy
     live = [m["client_id"] for m in members]
     side.members = live
+    members, unknown = _resolve_views(members, live, known)
+    for cid, digest in unknown.items():
+        why = f"its member list (digest {digest}) is none the group is known to have had: its share cannot be computed"
+        out["violations"].append((name, None, None, None, "unknown_view", [], cid, why))
     multiplicity = Counter(live)
     member_input = prepare_rebalance_input((), live)  # the same sorted member list for every topic
     skew_totals: dict[str, int] = dict.fromkeys(live, 0)
@@ -463,7 +516,7 @@ def _analyze_side(group: str, name: str, data: Data | None, out: Tables) -> Side
             seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
             for member in members:
                 cid = member["client_id"]
-                if effective.get(cid):
+                if effective.get(cid) or cid in unknown:
                     continue
                 view = member.get("view")
                 raw = true_key if view is None else tuple(view)
@@ -669,7 +722,7 @@ def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, comp
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DuplicateClientIdWarning)
         before = _analyze_side(group, "before", row.get("before"), out)
-        after = _analyze_side(group, "after", after_data, out) if compare else None
+        after = _analyze_side(group, "after", after_data, out, known=[before.members]) if compare else None
         if scenario is not None:  # the after side was derived from the before side: do not reject a row twice
             seen = {r[1:] for r in out["rejected"] if r[0] == "before"}  # rejected row: side, table, reason, row
             out["rejected"] = [r for r in out["rejected"] if r[0] == "before" or r[1:] not in seen]

@@ -171,7 +171,11 @@ def _side(good: dict[str, DataFrame], name: str) -> DataFrame:
         .groupBy("group")
         .agg(F.collect_list(F.struct("topic", "broker", "read_queue_nums", "perm")).alias("routes"))
     )
-    members = good["members"].groupBy("group").agg(F.collect_list(F.struct("client_id", "view")).alias("members"))
+    members = (
+        good["members"]
+        .groupBy("group")
+        .agg(F.collect_list(F.struct("client_id", "view", "view_digest")).alias("members"))
+    )
     settings = (
         good["groups"]
         .groupBy("group")

@@ -118,7 +118,9 @@ def _sides(tables: Tables) -> dict[str, Row]:
             side["routes"] = (side["routes"] or []) + routes_by_topic[topic]
     for row in tables["members"]:
         side = sides[row["group"]]
-        side["members"] = (side["members"] or []) + [{"client_id": row["client_id"], "view": row["view"]}]
+        side["members"] = (side["members"] or []) + [
+            {"client_id": row["client_id"], "view": row["view"], "view_digest": row["view_digest"]}
+        ]
     return dict(sides)
 
 

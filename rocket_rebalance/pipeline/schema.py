@@ -64,7 +64,12 @@ INPUT_TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             "members",
-            (Column("group", "string"), Column("client_id", "string"), Column("view", "array<string>", False)),
+            (
+                Column("group", "string"),
+                Column("client_id", "string"),
+                Column("view", "array<string>", False),
+                Column("view_digest", "string", False),
+            ),
         ),
         TableSpec("subscriptions", (Column("group", "string"), Column("topic", "string"))),
         TableSpec(

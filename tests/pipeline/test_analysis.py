@@ -18,6 +18,7 @@ from rocket_rebalance.pipeline.analysis import (
     as_dicts,
     load_scenario,
     offsets_from_rows,
+    view_digest,
 )
 from rocket_rebalance.pipeline.analysis import analyze_group as analyze_rows
 from rocket_rebalance.pipeline.schema import SnapshotError, check_snapshot
@@ -349,3 +350,41 @@ def test_impact_without_snapshot_uses_the_packaged_sample(monkeypatch: pytest.Mo
     job.run_from_args(args)
     assert Path(seen["snapshot"]) == SAMPLE_SNAPSHOT and seen["scenario"] is not None
     assert seen["master"] == "local[*]" and seen["conf"] == {"spark.x": "1"}
+
+
+def member_rows(result: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [v for v in result["violations"] if v["kind"] == kind]
+
+
+def test_a_view_given_by_digest_is_the_list_it_names() -> None:
+    stale = CIDS[:2]
+    in_full = side([(CIDS[0], None), (CIDS[1], None), (CIDS[2], stale)])
+    by_digest = side([(CIDS[0], None), (CIDS[1], None), (CIDS[2], None)])
+    by_digest["members"][2]["view_digest"] = view_digest(reversed(stale))  # a list's digest ignores its order
+    by_digest["members"][1]["view_digest"] = view_digest(CIDS[:4])  # the group's own list: consistent
+    by_digest["members"].append({"client_id": CIDS[3], "view": stale})  # a list recorded in full names it too
+    in_full["members"].append({"client_id": CIDS[3], "view": stale})
+    assert analyze_group({"group": "G1", "before": by_digest}) == analyze_group({"group": "G1", "before": in_full})
+
+
+def test_after_a_change_a_digest_may_name_the_list_before_it() -> None:
+    before = side([(c, None) for c in CIDS[:3]])
+    after_in_full = side([(CIDS[0], CIDS[:3]), (CIDS[1], None), (CIDS[2], None), (CIDS[3], None)])
+    after_by_digest = side([(c, None) for c in CIDS[:4]])
+    after_by_digest["members"][0]["view_digest"] = view_digest(CIDS[:3])
+    results = [
+        analyze_group({"group": "G1", "before": before, "after": after, "offsets": {}}, compare=True)
+        for after in (after_in_full, after_by_digest)
+    ]
+    assert results[0] == results[1]
+    assert any(v["reason"].startswith("split view") for v in results[0]["violations"])
+
+
+def test_a_digest_naming_no_known_list_is_reported_not_guessed() -> None:
+    data = side([(c, None) for c in CIDS[:3]])
+    data["members"][2]["view_digest"] = view_digest(["10.9.9.9@1#1"])
+    result = analyze_group({"group": "G1", "before": data})
+    (row,) = member_rows(result, "unknown_view")
+    assert row["client_id"] == CIDS[2] and view_digest(["10.9.9.9@1#1"]) in row["reason"]
+    assert CIDS[2] not in {a["owner"] for a in result["assignments"]}
+    assert [v["client_id"] for v in member_rows(result, "idle_consumer")] == []
