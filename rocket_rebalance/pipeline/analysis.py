@@ -440,7 +440,7 @@ def _analyze_side(group: str, name: str, data: Data | None, out: Tables, known: 
     side.members = live
     members, unknown = _resolve_views(members, live, known)
     for cid, digest in unknown.items():
-        why = f"its member list (digest {digest}) is none the group is known to have had: its share cannot be computed"
+        why = f"its member list (digest {digest}) matches no list known for the group: its share cannot be computed"
         out["violations"].append((name, None, None, None, "unknown_view", [], cid, why))
     multiplicity = Counter(live)
     member_input = prepare_rebalance_input((), live)  # the same sorted member list for every topic

@@ -67,7 +67,7 @@ def test_sample_with_scenario_equals_the_reference(spark: Any, tmp_path: Path) -
     assert (
         "pinned_reader",
         "unknown_view",
-        "its member list (digest 11c77d6f2b5f9a6de6c6559a9c1d2643) is none the group is known to have had",
+        "its member list (digest 11c77d6f2b5f9a6de6c6559a9c1d2643) matches no list known for the group",
     ) in kinds
     nearby = [v for v in reference["violations"] if v["group"] == "nearby_reader" and v["side"] == "before"]
     # its third consumer's digest names the group's own list: no queue is split (the retry topic has too few queues)
