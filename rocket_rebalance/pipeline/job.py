@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -250,7 +251,13 @@ def run_impact(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, complete_output, prepare_output, write_batches
+    from rocket_rebalance.pipeline.worker import (
+        COUNT_SCHEMA,
+        complete_output,
+        prepare_output,
+        publish_files,
+        write_batches,
+    )
 
     # several partitions per core: one group of hundreds of consumers cannot leave a core idle at the end for long
     count = partitions or max(2, 4 * spark.sparkContext.defaultParallelism)
@@ -296,11 +303,13 @@ def run_impact(
         log("aggregating the report")
         data = _report_data(spark, out_text, scenario, after, snapshot, compare)
         report_path = None
-        if report and _is_local(out_text):
-            report_path = str(write_report(data, Path(out_text)))
-        summary = {"rows": rows, "totals": data.totals}
-        if _is_local(out_text):
-            (Path(out_text) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        with tempfile.TemporaryDirectory(prefix="rr-impact-") as local:  # drawn here, then put beside the tables
+            if report:
+                write_report(data, Path(local))
+                report_path = f"{out_text}/report.md"
+            summary = {"rows": rows, "totals": data.totals}
+            (Path(local) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+            publish_files(local, target)
         seconds = time.monotonic() - started
         log(
             f"done: {data.totals['groups']} groups, {data.totals['groups_rebalancing']} rebalance, "

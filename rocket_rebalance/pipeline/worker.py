@@ -32,6 +32,7 @@ __all__ = [
     "complete_output",
     "offsets_per_group",
     "prepare_output",
+    "publish_files",
     "write_batches",
 ]
 
@@ -170,6 +171,12 @@ def prepare_output(out: str) -> None:
             filesystem.delete_dir(found.path)
         elif found.type == pafs.FileType.File:
             filesystem.delete_file(found.path)
+
+
+def publish_files(local: str, out: str) -> None:
+    """Copy every file under the local folder ``local`` into ``out`` (a path or a URI), keeping relative paths."""
+    filesystem, base = _filesystem(out)
+    pafs.copy_files(local, base, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=filesystem)
 
 
 def complete_output(out: str) -> None:

@@ -39,7 +39,7 @@ def assert_same(spark_out: Path, reference: Tables) -> None:
         assert canonical(found[name], name) == canonical(reference[name], name), name
 
 
-def run(spark: Any, snapshot: Path, out: Path, **kwargs: Any) -> Any:
+def run(spark: Any, snapshot: Path, out: Path | str, **kwargs: Any) -> Any:
     from rocket_rebalance.pipeline.job import run_impact
 
     lines: list[str] = []
@@ -76,6 +76,17 @@ def test_sample_with_scenario_equals_the_reference(spark: Any, tmp_path: Path) -
     report = (tmp_path / "report.md").read_text()
     assert "Fleet impact" in report and (tmp_path / "charts" / "balance.png").exists()
     assert json.loads((tmp_path / "summary.json").read_text())["totals"]["groups"] == 6
+
+
+def test_an_output_uri_gets_the_tables_the_summary_and_the_report(spark: Any, tmp_path: Path) -> None:
+    """A URI --out goes through the file systems of Spark (rejected rows, aggregates) and pyarrow (the rest)."""
+    scenario = load_scenario(SAMPLE_SCENARIO.read_text())
+    result = run(spark, SAMPLE_SNAPSHOT, f"file://{tmp_path}/out", scenario=scenario, report=True)
+    assert_same(tmp_path / "out", run_reference(SAMPLE_SNAPSHOT, scenario=scenario))
+    assert result.report == f"file://{tmp_path}/out/report.md"
+    assert "Fleet impact" in (tmp_path / "out" / "report.md").read_text()
+    assert (tmp_path / "out" / "charts" / "balance.png").exists()
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["rows"] == result.rows
 
 
 def make_after(base: Path) -> Path:
