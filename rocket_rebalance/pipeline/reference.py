@@ -3,7 +3,7 @@
 It reads the snapshot with pyarrow / json, applies the row checks of :mod:`~rocket_rebalance.pipeline.validate`,
 assembles the same per-group input rows the Spark job assembles with ``groupBy``/``collect_list``, and calls the
 same :func:`~rocket_rebalance.pipeline.analysis.analyze_group`. Any difference between this and the Spark job is
-therefore in the plumbing (reading, grouping, exploding), which is exactly what the tests check.
+therefore in the plumbing (reading, row checks, grouping, Arrow batches), which is exactly what the tests check.
 """
 
 from __future__ import annotations
