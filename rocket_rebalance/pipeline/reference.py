@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.pipeline.analysis import Scenario, analyze_group, gc_paused, offsets_from_rows
+from rocket_rebalance.pipeline.analysis import Scenario, analyze_group, as_dicts, gc_paused, offsets_from_rows
 from rocket_rebalance.pipeline.schema import AFTER_TABLES, INPUT_TABLES, OUTPUT_TABLES, check_snapshot
 from rocket_rebalance.pipeline.validate import row_reason
 
@@ -149,10 +149,9 @@ def flatten(results: Iterable[Mapping[str, Any]]) -> Tables:
     """Per-group results into flat tables, each row a dict with its ``group`` first."""
     tables: Tables = {name: [] for name in OUTPUT_TABLES}
     for result in results:
-        group = result["group"]
-        for name, fields in OUTPUT_TABLES.items():
-            columns = ["group", *(f.name for f in fields)]
-            tables[name].extend(dict(zip(columns, (group, *row), strict=True)) for row in result[name])
+        named = as_dicts(result)
+        for name in OUTPUT_TABLES:
+            tables[name].extend({"group": named["group"], **row} for row in named[name])
     return tables
 
 
@@ -183,7 +182,7 @@ def write_reference(
     single-process baseline the benchmark times against the Spark job. It writes through the executors' own
     :class:`~rocket_rebalance.pipeline.worker.TableWriters` (one part file per table), so the layouts are the same.
     """
-    from rocket_rebalance.pipeline.worker import TableWriters, prepare_output
+    from rocket_rebalance.pipeline.worker import TABLE_FIELDS, TableWriters, prepare_output
 
     prepare_output(str(out))
     writers = TableWriters(str(out), "part-00000")
@@ -197,7 +196,7 @@ def write_reference(
                     writers.write(name, [(result["group"], *row) for result in batch for row in result[name]])
             if len(batch) < chunk:
                 break
-        columns = ["group", *(f.name for f in OUTPUT_TABLES["rejected"])]
+        columns = [f.name for f in TABLE_FIELDS["rejected"]]
         writers.write("rejected", [tuple(row[c] for c in columns) for row in rejected])
         writers.close()
     except BaseException:
