@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocket_rebalance.runtime.local_cluster import ConsumerProcess, LocalCluster
-from rocket_rebalance.runtime.transport import GrpcTransport
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 
 CONSUMERS = 8
 REST = 2.5  # longer than an unbalanced retry round (1 s) plus the minimum gap between rounds (1 s)

@@ -18,13 +18,13 @@ from enum import IntEnum
 from nameserver_stub.arrivals import ArrivalBoard
 from nameserver_stub.broker import BrokerState
 from nameserver_stub.clock import Clock
-from nameserver_stub.config import MAX_QUEUE_NUMS, PERM_READ, PERM_READ_WRITE, PERM_WRITE, StubConfig, TopicQueues
+from nameserver_stub.config import MAX_QUEUE_NUMS, PERM_READ_WRITE, StubConfig, TopicQueues
 from nameserver_stub.connections import Connection
 from nameserver_stub.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from nameserver_stub.faults import Fault
 from nameserver_stub.registry import GroupMembership, Member, Subscription
 from nameserver_stub.store import NewMessage, OffsetRecord, QueueKey, Store, StoredMessage
-from rocket_rebalance.model import MessageQueue, check_topic_name, retry_topic, sort_queues
+from rocket_rebalance.model import PERM_READ, PERM_WRITE, MessageQueue, check_topic_name, retry_topic, sort_queues
 
 MESSAGE_MODEL_CLUSTERING = 1  # the wire's MessageModel value
 RETRY_QUEUE_NUMS = 1

@@ -10,12 +10,9 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocket_rebalance.model import check_topic_name
+from rocket_rebalance.model import PERM_READ, PERM_WRITE, check_topic_name
 
 MAX_QUEUE_NUMS = 1024
-PERM_READ = 4
-PERM_WRITE = 2
-PERM_INHERIT = 1
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 DEFAULT_BROKER = "broker-a"
 

@@ -11,6 +11,7 @@ This module is pure: no I/O, no clocks, no threads.
 
 from __future__ import annotations
 
+import enum
 import re
 import struct
 import warnings
@@ -21,6 +22,13 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "JAVA_INT_MAX",
+    "PERM_INHERIT",
+    "PERM_PRIORITY",
+    "PERM_READ",
+    "PERM_WRITE",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "ConsumeFromWhere",
+    "MessageModel",
     "ClientIdList",
     "DuplicateClientIdWarning",
     "MessageQueue",
@@ -288,7 +296,32 @@ def queues_of(items: Sequence[Mapping[str, Any]]) -> list[MessageQueue]:
     return [MessageQueue.from_dict(item) for item in items]
 
 
-_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+PERM_PRIORITY = 8
+PERM_READ = 4
+PERM_WRITE = 2
+PERM_INHERIT = 1
+"""RocketMQ's ``PermName`` bits of a topic on a broker: consumers take the read queues of brokers with PERM_READ."""
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+
+
+class MessageModel(enum.Enum):
+    """CLUSTERING shares the queues out among the group; BROADCASTING gives every consumer every queue."""
+
+    CLUSTERING = "CLUSTERING"
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeFromWhere(enum.Enum):
+    """Where a queue with no stored offset starts (Java's ``ConsumeFromWhere``, the three non-deprecated values)."""
+
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+# Java's TopicValidator pattern. fullmatch: with match and "$", a trailing newline would pass.
+_NAME_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
 
@@ -300,7 +333,7 @@ def _check_name(kind: str, name: object, max_length: int) -> str:
         raise ValueError(f"{kind} is empty")
     if len(name) > max_length:
         raise ValueError(f"{kind} {name[:40]!r}... is {len(name)} characters long, at most {max_length} allowed")
-    if not _NAME_PATTERN.match(name):
+    if not _NAME_PATTERN.fullmatch(name):
         raise ValueError(f"{kind} {name!r} has characters outside [%|a-zA-Z0-9_-]")
     return name
 
@@ -317,4 +350,4 @@ def check_group_name(group: object) -> str:
 
 def retry_topic(group: str) -> str:
     """The retry topic a clustering consumer of ``group`` subscribes to automatically: ``%RETRY%<group>``."""
-    return f"%RETRY%{group}"
+    return RETRY_GROUP_TOPIC_PREFIX + group

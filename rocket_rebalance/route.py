@@ -20,12 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rocket_rebalance.model import JAVA_INT_MAX, MessageQueue
+from rocket_rebalance.model import JAVA_INT_MAX, PERM_READ, PERM_WRITE, MessageQueue
 
 __all__ = ["PERM_READ", "PERM_WRITE", "QueueData", "RouteError", "TopicRoute"]
-
-PERM_READ = 4
-PERM_WRITE = 2
 
 
 class RouteError(ValueError):

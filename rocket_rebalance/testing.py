@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from hypothesis import strategies as st
 
-from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, sort_client_ids
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic, sort_client_ids
 from rocket_rebalance.plan import Plan, SplitView, owners, plan, split_view, transition_views
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy
 
@@ -69,7 +69,7 @@ def topics() -> st.SearchStrategy[str]:
     """Topic names: RocketMQ-valid ones, retry topics, and (as Java accepts in the strategies) awkward text."""
     plain = st.builds(lambda word: f"Topic{word}", _WORD)
     return st.one_of(
-        plain, st.builds(lambda word: f"%RETRY%GID_{word}", _WORD), st.builds("{}{}".format, plain, _AWKWARD)
+        plain, st.builds(lambda word: retry_topic(f"GID_{word}"), _WORD), st.builds("{}{}".format, plain, _AWKWARD)
     )
 
 

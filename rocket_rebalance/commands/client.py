@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from rocket_rebalance.commands.options import add_strategy_options, build_strategy
+from rocket_rebalance.commands import CommandError
+from rocket_rebalance.commands.options import add_connection_options, add_strategy_options, build_strategy
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.route import PERM_WRITE
 
@@ -139,11 +140,22 @@ def _run_consume(args: argparse.Namespace) -> int:
 
 
 def _run_produce(args: argparse.Namespace) -> int:
-    from rocket_rebalance.runtime.transport import GrpcTransport
+    from rocket_rebalance.runtime.transport import TransportError, open_transport
 
-    transport = GrpcTransport(args.namesrv, token=args.token)
+    if args.count < 0 or args.batch < 1 or args.size < 0:
+        raise CommandError("--count and --size must be >= 0 and --batch >= 1")
+    transport = open_transport(args.namesrv, token=args.token)
+    sent = 0
     try:
-        route = transport.route(args.topic)
+        if args.create is not None:
+            transport.create_topic(args.topic, args.create)
+        try:
+            route = transport.route(args.topic)
+        except TransportError as error:
+            if error.code == "NOT_FOUND":
+                message = f"topic {args.topic} does not exist at {args.namesrv} (--create N makes it)"
+                raise CommandError(message) from None
+            raise
         targets = [
             (d.broker_name, q) for d in route.queue_datas if d.perm & PERM_WRITE for q in range(d.write_queue_nums)
         ]
@@ -156,17 +168,18 @@ def _run_produce(args: argparse.Namespace) -> int:
         body = b"x" * args.size
         for (broker, queue_id), count in per_queue.items():
             for start in range(0, count, args.batch):
-                transport.send(args.topic, broker, [body] * min(args.batch, count - start), queue_id)
+                _, offsets = transport.send(args.topic, broker, [body] * min(args.batch, count - start), queue_id)
+                sent += len(offsets)  # what the broker acknowledged
     finally:
         transport.close()
-    print(json.dumps({"sent": args.count, "topic": args.topic, "queues": len(per_queue)}))
+    print(json.dumps({"sent": sent, "topic": args.topic, "queues": len(per_queue)}))
     return 0
 
 
 def _run_progress(args: argparse.Namespace) -> int:
     from rocket_rebalance.runtime.admin import consumer_progress
 
-    rows = consumer_progress(args.namesrv, args.group, args.topic or "")
+    rows = consumer_progress(args.namesrv, args.group, args.topic or "", token=args.token)
     if args.json:
         print(
             json.dumps(
@@ -200,7 +213,7 @@ def _run_progress(args: argparse.Namespace) -> int:
 def _run_connection(args: argparse.Namespace) -> int:
     from rocket_rebalance.runtime.admin import consumer_connection
 
-    rows = consumer_connection(args.namesrv, args.group)
+    rows = consumer_connection(args.namesrv, args.group, token=args.token)
     if args.json:
         print(
             json.dumps(
@@ -211,29 +224,37 @@ def _run_connection(args: argparse.Namespace) -> int:
                         "connected": r.connected,
                         "lastHeartbeatMsAgo": r.last_heartbeat_ms_ago,
                         "topics": list(r.topics),
+                        "clientAddr": r.client_addr,
+                        "language": r.language,
+                        "version": r.version,
                     }
                     for r in rows
                 ]
             )
         )
         return 0
-    print(f"{'#':<4} {'#ClientId':<48} {'#Broker':<16} {'#Connected':<10} {'#Heartbeat ms ago':>17}  #Topics")
+    print(
+        f"{'#':<4} {'#ClientId':<48} {'#Broker':<16} {'#Language':<9} {'#Addr':<22} {'#Heartbeat ms ago':>17}  #Topics"
+    )
     for number, r in enumerate(rows, start=1):
+        heartbeat = "-" if r.last_heartbeat_ms_ago < 0 else str(r.last_heartbeat_ms_ago)  # RocketMQ does not say
         print(
-            f"{number:<4} {r.client_id:<48} {r.broker_name:<16} {str(r.connected).lower():<10} "
-            f"{r.last_heartbeat_ms_ago:>17}  {','.join(r.topics)}"
+            f"{number:<4} {_printable(r.client_id):<48} {_printable(r.broker_name):<16} "
+            f"{_printable(r.language or '-'):<9} {_printable(r.client_addr or '-'):<22} {heartbeat:>17}  "
+            f"{_printable(','.join(r.topics))}"
         )
     return 0
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--namesrv", required=True, metavar="HOST:PORT", help="name server address")
-    parser.add_argument("--token", help="shared token, when the server requires one")
+def _printable(text: str) -> str:
+    """Text from a server as it may go to a terminal: control characters escaped, so a client ID cannot move the
+    cursor, clear the screen or forge a line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     consume = subparsers.add_parser("consume", help="run a consumer that prints its ownership changes as JSON lines")
-    _common(consume)
+    add_connection_options(consume, required=True)
     consume.add_argument("-g", "--group", required=True, help="consumer group")
     consume.add_argument("-t", "--topic", required=True, action="append", help="topic to consume (repeatable)")
     add_strategy_options(consume, repeatable=False)
@@ -254,22 +275,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.set_defaults(handler=_run_consume)
 
     produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")
-    _common(produce)
+    add_connection_options(produce, required=True)
     produce.add_argument("-t", "--topic", required=True)
     produce.add_argument("--count", type=int, required=True)
     produce.add_argument("--size", type=int, default=64, help="body bytes per message")
     produce.add_argument("--batch", type=int, default=32, help="messages per send request")
+    produce.add_argument("--create", type=int, metavar="N", help="create the topic first, N queues on every broker")
     produce.set_defaults(handler=_run_produce)
 
     progress = subparsers.add_parser("consumer-progress", help="per queue: broker and consumer offsets, diff, owner")
-    _common(progress)
+    add_connection_options(progress, required=True)
     progress.add_argument("-g", "--group", required=True)
     progress.add_argument("-t", "--topic")
     progress.add_argument("--json", action="store_true")
     progress.set_defaults(handler=_run_progress)
 
     connection = subparsers.add_parser("consumer-connection", help="the group's members at each broker")
-    _common(connection)
+    add_connection_options(connection, required=True)
     connection.add_argument("-g", "--group", required=True)
     connection.add_argument("--json", action="store_true")
     connection.set_defaults(handler=_run_connection)

@@ -8,7 +8,19 @@ from rocket_rebalance.commands import CommandError
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
-__all__ = ["add_strategy_options", "build_strategy"]
+__all__ = ["NAMESRV_HELP", "add_connection_options", "add_strategy_options", "build_strategy"]
+
+NAMESRV_HELP = (
+    "name server: a RocketMQ list HOST:PORT[;HOST:PORT...] (RocketMQ's remoting protocol), "
+    "or grpc://HOST:PORT for nameserver_stub"
+)
+
+
+def add_connection_options(parser: argparse.ArgumentParser, required: bool, what: str = NAMESRV_HELP) -> None:
+    """``-n`` and ``--token``, the same for every command that talks to a server."""
+    parser.add_argument("-n", "--namesrv", required=required, metavar="ADDRESS", help=what)
+    parser.add_argument("--token", help="nameserver_stub's shared token, when it requires one")
+
 
 # Which strategies each strategy option applies to (MACHINE_ROOM_NEARBY passes them to its inner strategy).
 _OPTION_USERS = {

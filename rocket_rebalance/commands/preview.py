@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rocket_rebalance.commands import CommandError
-from rocket_rebalance.commands.options import add_strategy_options, build_strategy
+from rocket_rebalance.commands.options import NAMESRV_HELP, add_connection_options, add_strategy_options, build_strategy
 from rocket_rebalance.mqadmin import (
     allocate_mq,
     mqadmin_allocate_mq,
@@ -25,7 +25,7 @@ __all__ = ["register"]
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-t", "--topic", required=True, help="topic to preview")
-    parser.add_argument("-n", "--namesrv", metavar="HOST:PORT", help="read the route (and members) from this server")
+    add_connection_options(parser, required=False, what=f"read the route (and members) from this {NAMESRV_HELP}")
     parser.add_argument("--route", type=Path, metavar="FILE", help="read the route from a TopicRouteData JSON file")
     parser.add_argument("-g", "--group", default="", help="consumer group (passed to the strategy)")
 
@@ -33,12 +33,12 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
 def load_route(args: argparse.Namespace) -> TopicRoute:
     """The topic's route from ``--route FILE`` or, with ``-n``, from the name server."""
     if (args.route is None) == (args.namesrv is None):
-        raise CommandError("give the route source: either -n HOST:PORT or --route FILE")
+        raise CommandError("give the route source: either -n ADDRESS or --route FILE")
     if args.route is not None:
         return TopicRoute.from_json(args.topic, args.route.read_text(encoding="utf-8"), str(args.route))
-    from rocket_rebalance.runtime.admin import fetch_route  # grpc is loaded only for a server
+    from rocket_rebalance.runtime.admin import fetch_route  # a wire is loaded only for a server
 
-    return fetch_route(args.namesrv, args.topic)
+    return fetch_route(args.namesrv, args.topic, token=args.token)
 
 
 def _print_table(result: Plan) -> None:
@@ -89,8 +89,8 @@ def _read_members(args: argparse.Namespace) -> list[str]:
     if args.namesrv is not None and args.group:
         from rocket_rebalance.runtime.admin import fetch_members
 
-        return fetch_members(args.namesrv, args.topic, args.group)
-    raise CommandError("give the members: -i ID,..., --members FILE, or -n HOST:PORT with -g GROUP")
+        return fetch_members(args.namesrv, args.topic, args.group, token=args.token)
+    raise CommandError("give the members: -i ID,..., --members FILE, or -n ADDRESS with -g GROUP")
 
 
 def _describe(outcome: Outcome, topic: str) -> list[str]:

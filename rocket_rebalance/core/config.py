@@ -7,9 +7,9 @@ when the consumer is built (as Java fixes ``consumeTimestamp`` in the constructo
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field, fields
 
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
@@ -22,20 +22,6 @@ __all__ = [
 
 DEFAULT_CONSUME_TIMESTAMP_LOOKBACK_MS = 30 * 60 * 1000
 
-
-class MessageModel(enum.Enum):
-    """CLUSTERING shares the queues out among the group; BROADCASTING gives every consumer every queue."""
-
-    CLUSTERING = "CLUSTERING"
-    BROADCASTING = "BROADCASTING"
-
-
-class ConsumeFromWhere(enum.Enum):
-    """Where a queue with no stored offset starts (Java's ``ConsumeFromWhere``, the three non-deprecated values)."""
-
-    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
-    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
-    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
 def default_consume_timestamp_ms(wall_clock_ms: int) -> int:

@@ -270,6 +270,11 @@ class RebalanceCore:
         """Every queue in the process-queue table, in any state."""
         return frozenset(self._entries)
 
+    def holds_lock(self, mq: MessageQueue, now: float) -> bool:
+        """Is ``mq`` locked by us on its broker, as far as the client knows (L2)?"""
+        entry = self._entries.get(mq)
+        return entry is not None and entry.holds_lock and now < entry.locked_until
+
     def is_dispatchable(self, mq: MessageQueue, now: float) -> bool:
         """May a message of ``mq`` be handed to the listener now? Active, and with locks, a valid lock (L2)."""
         entry = self._entries.get(mq)

@@ -33,8 +33,10 @@ from itertools import chain
 from typing import Any
 
 from rocket_rebalance.model import (
+    PERM_READ,
     ClientIdList,
     DuplicateClientIdWarning,
+    MessageModel,
     MessageQueue,
     QueueList,
     RebalanceInput,
@@ -64,12 +66,9 @@ __all__ = [
     "view_digest",
 ]
 
-PERM_READ = 4
-"""RocketMQ's ``PermName.PERM_READ``: consumers only see the read queues of brokers with this bit."""
-
 DEFAULT_PERM = 6
-CLUSTERING = "CLUSTERING"
-BROADCASTING = "BROADCASTING"
+CLUSTERING = MessageModel.CLUSTERING.value
+BROADCASTING = MessageModel.BROADCASTING.value
 MESSAGE_MODELS = (CLUSTERING, BROADCASTING)
 
 COMPARED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")

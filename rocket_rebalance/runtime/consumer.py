@@ -22,7 +22,7 @@ from rocket_rebalance.runtime.offset_store import (
     RemoteOffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.transport import GrpcTransport, Transport
+from rocket_rebalance.runtime.transport import Transport, open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
 __all__ = ["WAIT_INTERVAL_ENV", "PushConsumer", "default_client_id"]
@@ -44,7 +44,9 @@ def default_client_id(unit_name: str | None = None) -> str:
 
 
 class PushConsumer:
-    """One member of a consumer group. Intervals (``rebalance_interval``, ``persist_interval`` ...) and other
+    """One member of a consumer group. ``namesrv_addr`` picks the wire: a RocketMQ name-server list
+    (``host:port;host:port``) speaks RocketMQ's remoting protocol, ``grpc://host:port`` talks to
+    ``nameserver_stub``. Intervals (``rebalance_interval``, ``persist_interval`` ...) and other
     :class:`RebalanceConfig` fields may be passed as keyword arguments; defaults are the Java client's."""
 
     def __init__(
@@ -88,7 +90,7 @@ class PushConsumer:
             push_consumer=listener is not None,
             **config,
         )
-        self.transport = transport or GrpcTransport(namesrv_addr, token=token)
+        self.transport = transport or open_transport(namesrv_addr, token=token)
         if offset_store is None:
             if message_model is MessageModel.BROADCASTING:
                 offset_store = LocalFileOffsetStore(offset_file or default_offset_path(self.client_id, consumer_group))

@@ -47,6 +47,7 @@ from rocket_rebalance.core import (
     PersistOffsets,
     QueryMaxOffset,
     QueuesChanged,
+    QueueState,
     QueuesUnlocked,
     ReadOffset,
     RebalanceConfig,
@@ -73,6 +74,8 @@ from rocket_rebalance.runtime.transport import (
     NotificationStream,
     PullResult,
     PullStatus,
+    QueueRunInfo,
+    RunningInfo,
     Transport,
     TransportError,
 )
@@ -93,7 +96,7 @@ class EngineSettings:
     """Runtime knobs that are not rebalance rules (those are in :class:`RebalanceConfig`)."""
 
     pull_batch_size: int = 32
-    pull_wait_ms: int = 1000
+    pull_wait_ms: int | None = None  # how long a pull may wait at the server; None: the transport's long_poll_ms
     pull_error_backoff: float = 1.0
     buffer_limit: int = 1000
     consume_batch_size: int = 1
@@ -101,6 +104,7 @@ class EngineSettings:
     io_threads: int = 8
     retry_delay: float = 1.0
     reconnect_backoff: tuple[float, float] = (0.2, 5.0)
+    max_reconsume_times: int = 16  # Java's default for concurrent consumers; the broker then moves it to the DLQ
 
 
 @dataclass
@@ -155,12 +159,16 @@ class Engine:
         self._thread = threading.Thread(target=self._loop, name="rebalance-service", daemon=True)
         self._stats_lock = threading.Lock()
         self.consumed = 0
+        self.failed = 0
+        self._send_back = True  # until the transport says its server keeps no retry topics
+        self._started_ms = int(time.time() * 1000)
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
         """As Java's ``start()``: learn the routes and register at their brokers first, then rebalance at once,
         so the first round already has queues and finds this client in the member list."""
+        self.transport.attach(self)
         self._thread.start()
         for topic in self._topics:
             event = self._fetch_route(topic)
@@ -198,7 +206,6 @@ class Engine:
 
     def describe(self) -> dict[str, object]:
         """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues."""
-        done = threading.Event()
         state: dict[str, object] = {}
 
         def snapshot() -> None:
@@ -212,25 +219,73 @@ class Engine:
                 inbox=self._inbox.qsize(),
                 timers=len(self._timers),
             )
-            done.set()
 
-        self.post(snapshot)
-        if not done.wait(5):
+        if not self._on_service_thread(snapshot):
             return {"service_thread": "not answering within 5 s", "alive": self._thread.is_alive()}
         return state
 
     def owned(self) -> dict[str, frozenset[MessageQueue]]:
         """What the listener was last told, per topic (safe to call from any thread: a snapshot)."""
-        done = threading.Event()
         result: dict[str, frozenset[MessageQueue]] = {}
+        self._on_service_thread(lambda: result.update({t: self.core.allocated(t) for t in self.core.topics}))
+        return result
+
+    def _on_service_thread(self, work: Callable[[], None], timeout: float = 5.0) -> bool:
+        """Run ``work`` on the service thread (the only one that may read the core) and wait for it."""
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                work()
+            finally:
+                done.set()
+
+        self.post(run)
+        return done.wait(timeout)
+
+    def running_info(self) -> RunningInfo:
+        """What a broker relays to ``mqadmin consumerStatus``: our process-queue table (BrokerRequests)."""
+        rows: dict[MessageQueue, QueueRunInfo] = {}
 
         def snapshot() -> None:
-            result.update({topic: self.core.allocated(topic) for topic in self.core.topics})
-            done.set()
+            now, wall = time.monotonic(), time.time()
+            for mq in self.core.held_queues():
+                pq = self.core.process_queue(mq)
+                run = self._runs.get(mq)
+                cached = sorted(run.buffered) if run is not None else []
+                rows[mq] = QueueRunInfo(
+                    commit_offset=pq.commit_offset if pq is not None else -1,
+                    cached_count=pq.in_flight_count if pq is not None else 0,
+                    cached_min_offset=cached[0] if cached else 0,
+                    cached_max_offset=cached[-1] if cached else 0,
+                    locked=self.core.holds_lock(mq, now),
+                    dropped=self.core.state_of(mq) is not QueueState.ACTIVE,
+                    last_pull_ms=int((wall - (now - pq.last_pull)) * 1000) if pq is not None else 0,
+                )
 
-        self.post(snapshot)
-        done.wait(5)
-        return result
+        self._on_service_thread(snapshot)
+        return RunningInfo(
+            consume_type="CONSUME_PASSIVELY" if self.config.push_consumer else "CONSUME_ACTIVELY",
+            message_model=self.config.message_model.value,
+            consume_from_where=self.config.consume_from_where.value,
+            consume_orderly=self.config.consume_orderly,
+            start_timestamp_ms=self._started_ms,
+            topics=self._topics,
+            queues=rows,
+            consumed_ok=self.consumed,
+            consumed_failed=self.failed,
+        )
+
+    def consume_directly(self, message: Message) -> tuple[bool, str]:
+        """CONSUME_MESSAGE_DIRECTLY (``mqadmin consumeMessage``): the listener's verdict on one message, outside
+        the queue's order and offsets, as Java does it (BrokerRequests)."""
+        if self.listener is None:
+            return False, "pull-style consumer: no message listener"
+        try:
+            self.listener([message])
+        except Exception as error:
+            return False, f"{type(error).__name__}: {error}"
+        return True, ""
 
     # ------------------------------------------------------------------ the service thread
 
@@ -461,7 +516,7 @@ class Engine:
             self.config.consumer_group,
             run.next_offset,
             self.settings.pull_batch_size,
-            self.settings.pull_wait_ms,
+            self.transport.long_poll_ms if self.settings.pull_wait_ms is None else self.settings.pull_wait_ms,
             done,
         )
 
@@ -519,6 +574,17 @@ class Engine:
         try:
             self.listener(batch)
         except Exception:
+            with self._stats_lock:
+                self.failed += len(batch)
+            if not self.config.consume_orderly and self._sent_back(batch):
+                log.warning(
+                    "listener failed on %s offsets %s; sent back to the retry topic",
+                    mq,
+                    [m.queue_offset for m in batch],
+                    exc_info=True,
+                )
+                self.post(lambda: self._consumed(mq, generation, batch))
+                return
             log.warning(
                 "listener failed on %s offsets %s; retrying", mq, [m.queue_offset for m in batch], exc_info=True
             )
@@ -527,6 +593,22 @@ class Engine:
         with self._stats_lock:
             self.consumed += len(batch)
         self.post(lambda: self._consumed(mq, generation, batch))
+
+    def _sent_back(self, batch: list[Message]) -> bool:
+        """Java's way with a failed concurrent batch: the broker stores each message again in the group's retry
+        topic (a later delivery, with a growing delay), and the queue moves on. False when that could not be
+        done for every message, and the batch is retried here instead (Java: consumeLater)."""
+        if not self._send_back:
+            return False
+        for message in batch:
+            try:
+                self.transport.send_back(self.config.consumer_group, message, self.settings.max_reconsume_times)
+            except TransportError as error:
+                if error.code == "UNIMPLEMENTED":
+                    self._send_back = False
+                log.debug("send back of %s offset %d: %s", message.mq, message.queue_offset, error)
+                return False
+        return True
 
     def _consumed(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
         run = self._runs.get(mq)

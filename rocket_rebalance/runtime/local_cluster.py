@@ -24,9 +24,10 @@ from typing import Any
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
 from rocket_rebalance.runtime.admin import consumer_progress
+from rocket_rebalance.runtime.transport import GRPC_SCHEME
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
-__all__ = ["ConsumerProcess", "Delivery", "LocalCluster", "StubProcess"]
+__all__ = ["ConsumerProcess", "Delivery", "LocalCluster", "StubProcess", "start_consume_process"]
 
 
 def _python_module(module: str, *args: str) -> list[str]:
@@ -118,6 +119,31 @@ class ConsumerProcess:
         self.process.wait()
 
 
+def start_consume_process(
+    work_dir: Path, address: str, group: str, topics: Sequence[str], client_id: str, extra: Sequence[str] = ()
+) -> ConsumerProcess:
+    """Start ``rocket-rebalance consume`` against any cluster (``address`` picks the wire), recording every
+    consumed message in ``work_dir/consumed-<id>.jsonl`` and its log in ``work_dir/consumer-<id>.log``."""
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in client_id)
+    record = work_dir / f"consumed-{safe}.jsonl"
+    args = ["consume", "-n", address, "-g", group]
+    for topic in topics:
+        args += ["-t", topic]
+    args += ["--client-id", client_id, "--consume-from", "first", "--record", str(record), "--report-interval", "1"]
+    with (work_dir / f"consumer-{safe}.log").open("a") as log:  # the child keeps its own handle
+        process = subprocess.Popen(
+            _python_module("rocket_rebalance", *args, *extra),
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"},
+            encoding="utf-8",
+        )
+    consumer = ConsumerProcess(client_id, process, record)
+    threading.Thread(target=consumer.follow, daemon=True).start()
+    return consumer
+
+
 @dataclass(frozen=True)
 class Delivery:
     """Consumption as recorded by every consumer: how often each (queue, offset) was consumed."""
@@ -174,7 +200,8 @@ class LocalCluster:
 
     @property
     def address(self) -> str:
-        return self.stub.address
+        """The address consumers and commands are given: the stub's, marked for the gRPC wire."""
+        return GRPC_SCHEME + self.stub.address
 
     def run_cli(self, *args: str) -> str:
         done = subprocess.run(
@@ -186,36 +213,9 @@ class LocalCluster:
         self.run_cli("produce", "-n", self.address, "-t", self.topic, "--count", str(count))
 
     def start_consumer(self, client_id: str, *extra: str) -> ConsumerProcess:
-        record = self.work_dir / f"consumed-{client_id}.jsonl"
-        args = [
-            "consume",
-            "-n",
-            self.address,
-            "-g",
-            self.group,
-            "-t",
-            self.topic,
-            "--client-id",
-            client_id,
-            "--consume-from",
-            "first",
-            "--record",
-            str(record),
-            "--report-interval",
-            "1",
-            *self.consumer_args,
-            *extra,
-        ]
-        with (self.work_dir / f"consumer-{client_id}.log").open("a") as log:  # the child keeps its own handle
-            process = subprocess.Popen(
-                _python_module("rocket_rebalance", *args),
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        consumer = ConsumerProcess(client_id, process, record)
-        threading.Thread(target=consumer.follow, daemon=True).start()
+        consumer = start_consume_process(
+            self.work_dir, self.address, self.group, [self.topic], client_id, [*self.consumer_args, *extra]
+        )
         self.consumers[client_id] = consumer
         return consumer
 

@@ -143,7 +143,7 @@ def test_malformed_route_file_names_line_and_field(tmp_path: Path, run_cli: RunC
 
 def test_missing_route_source_is_explained(run_cli: RunCli) -> None:
     done = run_cli("allocate-mq", "-t", "T", "-i", "a", check=False)
-    assert done.returncode == 2 and "either -n HOST:PORT or --route FILE" in done.stderr
+    assert done.returncode == 2 and "either -n ADDRESS or --route FILE" in done.stderr
 
 
 def test_simulate_join_matches_the_library(route_file: Path, run_cli: RunCli) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
 from rocket_rebalance.runtime.local_cluster import StubProcess
-from rocket_rebalance.runtime.transport import GroupRegistration, GrpcTransport
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, GroupRegistration
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from rocket_rebalance.strategies import create_strategy
 from tests.commands.conftest import RunCli
 
@@ -28,7 +28,7 @@ def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for broker in ("broker-a", "broker-b"):
             transport.heartbeat(broker, client, registration)
     transport.close()
-    yield address
+    yield GRPC_SCHEME + address
     process.stop()
 
 
@@ -53,7 +53,23 @@ def test_unknown_topic_is_one_line(stub: str, run_cli: RunCli) -> None:
     assert done.stderr.startswith("rocket-rebalance: topic NoSuchTopic: not found at ") and done.stderr.count("\n") == 1
 
 
-def test_unreachable_server_names_the_address(run_cli: RunCli, tmp_path: Path) -> None:
-    done = run_cli("allocate-mq", "-t", "TopicTest", "-i", "a", "-n", "127.0.0.1:9", check=False)
+@pytest.mark.parametrize("address", ["127.0.0.1:9", "grpc://127.0.0.1:9"])
+def test_unreachable_server_names_the_address(run_cli: RunCli, address: str) -> None:
+    done = run_cli("allocate-mq", "-t", "TopicTest", "-i", "a", "-n", address, check=False)
     assert done.returncode == 2
-    assert "cannot reach the name server at 127.0.0.1:9" in done.stderr and "Traceback" not in done.stderr
+    assert f"cannot reach the name server at {address}" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_the_remoting_wire_pointed_at_the_stub_says_what_the_server_is(stub: str, run_cli: RunCli) -> None:
+    bare = stub.removeprefix(GRPC_SCHEME)
+    done = run_cli("allocate-mq", "-t", "TopicTest", "-i", "a", "-n", bare, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "gRPC" in done.stderr and f"grpc://{bare}" in done.stderr
+
+
+@pytest.mark.parametrize("address", ["localhost", "127.0.0.1:99999", "grpc://", "a:1;b", "http://x:1"])
+def test_a_malformed_address_is_one_line_naming_both_forms(run_cli: RunCli, address: str) -> None:
+    done = run_cli("allocate-mq", "-t", "TopicTest", "-i", "a", "-n", address, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "is not HOST:PORT" in done.stderr and "grpc://HOST:PORT" in done.stderr

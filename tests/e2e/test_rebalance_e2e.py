@@ -99,7 +99,7 @@ def test_lost_notifications_are_made_up_by_the_periodic_round(cluster: LocalClus
     first = cluster.start_consumer("c1")
     cluster.wait_until(cluster.balanced)
     for broker in ("broker-a", "broker-b"):
-        inject(cluster.address, broker, admin_pb2.DROP_NOTIFICATIONS, "c1")
+        inject(cluster.stub.address, broker, admin_pb2.DROP_NOTIFICATIONS, "c1")
     rounds_before = len(first.events)
     cluster.start_consumer("c2")
     cluster.wait_until(cluster.balanced, timeout=30)  # c1 learns of c2 only from its 2 s periodic round
@@ -112,7 +112,7 @@ def test_split_views_between_brokers_stay_safe(cluster: LocalCluster) -> None:
     cluster.wait_until(cluster.balanced)
     # broker-a never records c2's heartbeats: the brokers disagree on the member list for good. Every consumer
     # reads the list from the same broker (the route's first), so they agree with each other all the same.
-    inject(cluster.address, "broker-a", admin_pb2.DROP_HEARTBEATS, "c2")
+    inject(cluster.stub.address, "broker-a", admin_pb2.DROP_HEARTBEATS, "c2")
     c2 = cluster.start_consumer("c2")
     cluster.produce(200)
     cluster.wait_until(cluster.caught_up, timeout=30)

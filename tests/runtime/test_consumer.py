@@ -12,7 +12,8 @@ import pytest
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.transport import GrpcTransport, Message
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.stub.conftest import StartStub
 
 FAST: dict[str, Any] = {
@@ -52,7 +53,7 @@ class Recorder:
 
 
 def test_two_consumers_share_the_topic_and_consume_everything_once(start_stub: StartStub) -> None:
-    address = start_stub().address
+    address = GRPC_SCHEME + start_stub().address
     produce(address, 10)
     first, second = Recorder(), Recorder()
     a = PushConsumer(address, "GID_rt", topics=["TopicTest"], listener=first, client_id="a", **FAST)
@@ -70,7 +71,7 @@ def test_two_consumers_share_the_topic_and_consume_everything_once(start_stub: S
 
 
 def test_failing_listener_is_retried_and_nothing_is_committed_past_it(start_stub: StartStub) -> None:
-    address = start_stub().address
+    address = GRPC_SCHEME + start_stub().address
     produce(address, 2)
     attempts: list[int] = []
 
@@ -91,7 +92,7 @@ def test_failing_listener_is_retried_and_nothing_is_committed_past_it(start_stub
 
 
 def test_pull_style_use_is_told_its_queues_and_pulls_nothing(start_stub: StartStub) -> None:
-    address = start_stub().address
+    address = GRPC_SCHEME + start_stub().address
     produce(address, 5)
     changes: list[tuple[str, Sequence[MessageQueue], Sequence[MessageQueue]]] = []
     consumer = PushConsumer(
@@ -111,7 +112,7 @@ def test_pull_style_use_is_told_its_queues_and_pulls_nothing(start_stub: StartSt
 
 
 def test_broadcasting_keeps_offsets_in_the_given_file(start_stub: StartStub, tmp_path: pytest.TempPathFactory) -> None:
-    address = start_stub().address
+    address = GRPC_SCHEME + start_stub().address
     produce(address, 3)
     seen = Recorder()
     path = tmp_path / "offsets.json"  # type: ignore[operator]

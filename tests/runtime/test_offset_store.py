@@ -15,7 +15,7 @@ from rocket_rebalance.runtime.offset_store import (
     RemoteOffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.transport import GrpcTransport
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.stub.conftest import StartStub
 
 A0, A1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)

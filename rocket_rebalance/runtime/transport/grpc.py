@@ -1,146 +1,44 @@
-"""How a consumer talks to the name server and brokers: one interface, and its gRPC implementation.
+"""The gRPC transport to ``nameserver_stub`` (chosen with a ``grpc://host:port`` address).
 
-The runtime codes against :class:`Transport` only, so another wire (RocketMQ's own remoting protocol, say) is one
-more class, with nothing in ``core`` or the consumer changing. :class:`GrpcTransport` talks to ``nameserver_stub``
-(every logical broker is served at the name server's address). Every call raises :class:`TransportError` on
-failure, with a message naming the call and the address.
+Every logical broker is served at the stub's own address, so one channel carries every call; broker names travel
+in the requests. Failures become :class:`TransportError` with the gRPC status name as ``code``.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import grpc
 
-from rocket_rebalance._proto.v1 import broker_pb2, broker_pb2_grpc, common_pb2, namesrv_pb2, namesrv_pb2_grpc
+from rocket_rebalance._proto.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    broker_pb2,
+    broker_pb2_grpc,
+    common_pb2,
+    namesrv_pb2,
+    namesrv_pb2_grpc,
+)
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.route import QueueData, TopicRoute
+from rocket_rebalance.runtime.transport import (
+    GRPC_SCHEME,
+    BrokerRequests,
+    ConnectionRow,
+    GroupRegistration,
+    Message,
+    NotificationStream,
+    ProgressRow,
+    PullResult,
+    PullStatus,
+    TransportError,
+)
 
-__all__ = [
-    "GrpcTransport",
-    "GroupRegistration",
-    "Message",
-    "NotificationStream",
-    "PullResult",
-    "PullStatus",
-    "Transport",
-    "TransportError",
-    "route_from_wire",
-]
+__all__ = ["GrpcTransport", "route_from_wire"]
 
 T = TypeVar("T")
-
-
-class TransportError(OSError):
-    """A call to the name server or a broker failed; ``code`` is the gRPC status name when there is one."""
-
-    def __init__(self, message: str, code: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Message:
-    """One pulled message (the parts a listener needs of RocketMQ's ``MessageExt``)."""
-
-    mq: MessageQueue
-    queue_offset: int
-    msg_id: str
-    body: bytes
-    tags: str = ""
-    keys: str = ""
-    properties: Mapping[str, str] = field(default_factory=dict)
-
-
-class PullStatus:
-    """RocketMQ's pull statuses."""
-
-    FOUND = "FOUND"
-    NO_NEW_MSG = "NO_NEW_MSG"
-    NO_MATCHED_MSG = "NO_MATCHED_MSG"
-    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
-
-
-@dataclass(frozen=True)
-class PullResult:
-    status: str
-    next_begin_offset: int
-    messages: tuple[Message, ...] = ()
-
-
-@dataclass(frozen=True)
-class GroupRegistration:
-    """What a heartbeat says about our group (RocketMQ's ``ConsumerData``)."""
-
-    consumer_group: str
-    push: bool
-    clustering: bool
-    consume_from_where: str  # CONSUME_FROM_LAST_OFFSET | CONSUME_FROM_FIRST_OFFSET | CONSUME_FROM_TIMESTAMP
-    topics: tuple[str, ...]
-
-
-class NotificationStream(Protocol):
-    """A broker's notification stream: yields the groups whose members changed; ``cancel()`` closes it."""
-
-    def __iter__(self) -> Iterator[str]: ...
-
-    def cancel(self) -> None: ...
-
-
-class Transport(Protocol):
-    """Everything a consumer asks of the name server and brokers."""
-
-    address: str
-
-    def route(self, topic: str) -> TopicRoute: ...
-
-    def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None: ...
-
-    def unregister(self, broker: str, client_id: str, consumer_group: str) -> None: ...
-
-    def consumer_list(self, broker: str, consumer_group: str) -> list[str]: ...
-
-    def query_offsets(
-        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
-    ) -> dict[MessageQueue, int | None]: ...
-
-    def update_offsets(
-        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
-    ) -> dict[MessageQueue, int]: ...
-
-    def lock(
-        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
-    ) -> set[MessageQueue]: ...
-
-    def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None: ...
-
-    def pull(
-        self,
-        mq: MessageQueue,
-        consumer_group: str,
-        offset: int,
-        max_messages: int,
-        wait_ms: int,
-        done: Callable[[PullResult | TransportError], None],
-    ) -> None:
-        """Start a (long-polling) pull and return at once; ``done`` gets the result or the error later, so an
-        idle queue waiting for messages holds no thread."""
-        ...
-
-    def max_offset(self, mq: MessageQueue) -> int: ...
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
-
-    def send(
-        self, topic: str, broker: str, bodies: Sequence[bytes], queue_id: int | None = None
-    ) -> tuple[int, list[int]]: ...
-
-    def connect(self, broker: str, client_id: str) -> NotificationStream: ...
-
-    def close(self) -> None: ...
 
 
 _CONSUME_FROM = {
@@ -199,15 +97,19 @@ def _error(call: str, address: str, error: grpc.RpcError) -> TransportError:
 
 
 class GrpcTransport:
-    """The gRPC transport to ``nameserver_stub`` at ``address`` (``host:port``), with an optional shared token."""
+    """The gRPC transport to ``nameserver_stub`` at ``address`` (``host:port`` or ``grpc://host:port``), with an
+    optional shared token."""
 
     def __init__(self, address: str, token: str | None = None, timeout: float = 5.0) -> None:
+        address = address.removeprefix(GRPC_SCHEME)
         self.address = address
+        self.long_poll_ms = 1000
         self._timeout = timeout
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._channel = grpc.insecure_channel(address)
         self._namesrv = namesrv_pb2_grpc.NameServerStub(self._channel)
         self._broker = broker_pb2_grpc.BrokerStub(self._channel)
+        self._admin = admin_pb2_grpc.AdminStub(self._channel)
         self._closed = threading.Event()
 
     def _call(self, name: str, method: Callable[..., T], request: object, timeout: float | None = None) -> T:
@@ -354,6 +256,50 @@ class GrpcTransport:
             request.queue_id = queue_id
         answer = self._call("SendMessage", self._broker.SendMessage, request)
         return answer.queue_id, [result.queue_offset for result in answer.results]
+
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+        raise TransportError(
+            f"send back at {self.address}: nameserver_stub keeps no retry topics; the message is retried locally",
+            "UNIMPLEMENTED",
+        )
+
+    def attach(self, client: BrokerRequests) -> None:
+        """The stub never asks a client anything: it has its own admin views of the groups."""
+
+    def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
+        for broker in brokers or self.brokers():
+            request = admin_pb2.CreateOrUpdateTopicRequest(
+                broker_name=broker, topic=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums
+            )
+            self._call("CreateOrUpdateTopic", self._admin.CreateOrUpdateTopic, request)
+
+    def brokers(self) -> dict[str, str]:
+        answer = self._call(
+            "GetBrokerClusterInfo", self._admin.GetBrokerClusterInfo, admin_pb2.GetBrokerClusterInfoRequest()
+        )
+        return {b.broker_name: b.address for b in answer.brokers if b.up}
+
+    def consumer_progress(self, consumer_group: str, topic: str = "") -> list[ProgressRow]:
+        request = admin_pb2.ConsumerProgressRequest(consumer_group=consumer_group, topic=topic)
+        answer = self._call("ConsumerProgress", self._admin.ConsumerProgress, request)
+        return [
+            ProgressRow(_queue(q.queue), q.broker_offset, q.consumer_offset, q.diff, q.last_owner, q.lock_owner)
+            for q in answer.queues
+        ]
+
+    def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
+        request = admin_pb2.ConsumerConnectionRequest(consumer_group=consumer_group)
+        answer = self._call("ConsumerConnection", self._admin.ConsumerConnection, request)
+        return [
+            ConnectionRow(
+                c.client_id,
+                c.broker_name,
+                c.connected,
+                c.last_heartbeat_ms_ago,
+                tuple(s.topic for s in c.subscriptions),
+            )
+            for c in answer.connections
+        ]
 
     def connect(self, broker: str, client_id: str) -> NotificationStream:
         request = broker_pb2.ConnectRequest(broker_name=broker, client_id=client_id)

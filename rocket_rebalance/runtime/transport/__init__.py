@@ -1,0 +1,313 @@
+"""How a consumer talks to name servers and brokers: the interface, and the one rule that picks the wire.
+
+The runtime codes against :class:`Transport` only; this module imports no wire. Two implementations live beside
+it and are imported only when chosen:
+
+- :mod:`.remoting`: RocketMQ's own remoting protocol over TCP, for a real Apache RocketMQ cluster. Chosen by a
+  name-server list in RocketMQ's own form, ``host:port`` or ``host:port;host:port``, which is what RocketMQ users
+  pass everywhere (``-n`` of mqadmin, ``setNamesrvAddr``).
+- :mod:`.grpc`: gRPC to ``nameserver_stub``. Chosen explicitly with the ``grpc://host:port`` form.
+
+Every call raises :class:`TransportError` on failure, with a message naming the call and the address, and a
+``code`` shared by both wires (``UNAVAILABLE``, ``DEADLINE_EXCEEDED``, ``NOT_FOUND``, ...), so callers classify
+failures without knowing the wire.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.route import TopicRoute
+
+__all__ = [
+    "GRPC_SCHEME",
+    "AdminTransport",
+    "BrokerRequests",
+    "ConnectionRow",
+    "GroupRegistration",
+    "Message",
+    "NotificationStream",
+    "ProgressRow",
+    "PullResult",
+    "PullStatus",
+    "QueueRunInfo",
+    "RunningInfo",
+    "Transport",
+    "TransportError",
+    "open_transport",
+    "parse_address",
+]
+
+GRPC_SCHEME = "grpc://"
+
+
+class TransportError(OSError):
+    """A call to the name server or a broker failed; ``code`` says how, in gRPC's status names for both wires."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Message:
+    """One pulled message (the parts a listener needs of RocketMQ's ``MessageExt``).
+
+    ``commit_log_offset`` and ``reconsume_times`` are what sending a failed message back to the retry topic needs
+    (RocketMQ's wire has them; the stub's has not, so there they stay -1 and 0).
+    """
+
+    mq: MessageQueue
+    queue_offset: int
+    msg_id: str
+    body: bytes
+    tags: str = ""
+    keys: str = ""
+    properties: Mapping[str, str] = field(default_factory=dict)
+    commit_log_offset: int = -1
+    reconsume_times: int = 0
+    born_timestamp_ms: int = 0
+    store_timestamp_ms: int = 0
+
+
+class PullStatus:
+    """RocketMQ's pull statuses."""
+
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+@dataclass(frozen=True)
+class PullResult:
+    status: str
+    next_begin_offset: int
+    messages: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupRegistration:
+    """What a heartbeat says about our group (RocketMQ's ``ConsumerData``).
+
+    ``sub_version`` is the subscription version (Java: the wall-clock millisecond of the last allocation change);
+    the broker refuses pulls that carry a newer version than the last heartbeat gave it.
+    """
+
+    consumer_group: str
+    push: bool
+    clustering: bool
+    consume_from_where: str  # CONSUME_FROM_LAST_OFFSET | CONSUME_FROM_FIRST_OFFSET | CONSUME_FROM_TIMESTAMP
+    topics: tuple[str, ...]
+    sub_version: int = 0
+
+
+class NotificationStream(Protocol):
+    """A broker's notification stream: yields the groups whose members changed; ``cancel()`` closes it.
+
+    The iteration ends (or raises :class:`TransportError`) when the connection to the broker is lost.
+    """
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def cancel(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class QueueRunInfo:
+    """One row of a consumer's process-queue table, as ``mqadmin consumerStatus`` shows it."""
+
+    commit_offset: int
+    cached_count: int = 0
+    cached_min_offset: int = 0
+    cached_max_offset: int = 0
+    locked: bool = False
+    dropped: bool = False
+    last_pull_ms: int = 0
+    last_consume_ms: int = 0
+
+
+@dataclass(frozen=True)
+class RunningInfo:
+    """What a consumer says about itself when a broker asks (RocketMQ's ``ConsumerRunningInfo``)."""
+
+    consume_type: str  # CONSUME_PASSIVELY (push) | CONSUME_ACTIVELY (pull)
+    message_model: str
+    consume_from_where: str
+    consume_orderly: bool
+    start_timestamp_ms: int
+    topics: tuple[str, ...]
+    queues: Mapping[MessageQueue, QueueRunInfo]
+    consumed_ok: int = 0
+    consumed_failed: int = 0
+
+
+class BrokerRequests(Protocol):
+    """What a broker may ask of a consumer on its connection (RocketMQ's ``ClientRemotingProcessor``)."""
+
+    def running_info(self) -> RunningInfo:
+        """GET_CONSUMER_RUNNING_INFO: answered so that ``mqadmin consumerStatus`` shows our queues."""
+        ...
+
+    def consume_directly(self, message: Message) -> tuple[bool, str]:
+        """CONSUME_MESSAGE_DIRECTLY: hand one message to the listener now; (consumed, remark)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProgressRow:
+    """One queue of ``consumerProgress``: how far the group is behind, and who consumed it last."""
+
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    diff: int
+    last_owner: str
+    lock_owner: str
+
+
+@dataclass(frozen=True)
+class ConnectionRow:
+    """One connection of the group at one broker (mqadmin ``consumerConnection``)."""
+
+    client_id: str
+    broker_name: str
+    connected: bool
+    last_heartbeat_ms_ago: int
+    topics: tuple[str, ...]
+    client_addr: str = ""
+    language: str = ""
+    version: int = 0
+
+
+class Transport(Protocol):
+    """Everything a consumer asks of the name server and brokers. Brokers are named as in routes.
+
+    ``long_poll_ms`` is how long a pull may wait at the server for messages (the stub: 1 s; RocketMQ: 15 s, the
+    broker's ``brokerSuspendMaxTimeMillis`` that Java's push consumer asks for).
+    """
+
+    address: str
+    long_poll_ms: int
+
+    def route(self, topic: str) -> TopicRoute: ...
+
+    def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None: ...
+
+    def unregister(self, broker: str, client_id: str, consumer_group: str) -> None: ...
+
+    def consumer_list(self, broker: str, consumer_group: str) -> list[str]: ...
+
+    def query_offsets(
+        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
+    ) -> dict[MessageQueue, int | None]: ...
+
+    def update_offsets(
+        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]:
+        """Store offsets; the answer holds the queues now stored at least that far (with the stored value)."""
+        ...
+
+    def lock(
+        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
+    ) -> set[MessageQueue]: ...
+
+    def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None: ...
+
+    def pull(
+        self,
+        mq: MessageQueue,
+        consumer_group: str,
+        offset: int,
+        max_messages: int,
+        wait_ms: int,
+        done: Callable[[PullResult | TransportError], None],
+    ) -> None:
+        """Start a (long-polling) pull and return at once; ``done`` gets the result or the error later, so an
+        idle queue waiting for messages holds no thread."""
+        ...
+
+    def max_offset(self, mq: MessageQueue) -> int: ...
+
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
+
+    def send(
+        self, topic: str, broker: str, bodies: Sequence[bytes], queue_id: int | None = None
+    ) -> tuple[int, list[int]]:
+        """Send bodies to one queue (the broker picks one when ``queue_id`` is None): (queue ID, offsets)."""
+        ...
+
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+        """Give a message the listener failed on back to the broker (its retry topic), as Java does; raises
+        :class:`TransportError` with code ``UNIMPLEMENTED`` where the server keeps no retry topics."""
+        ...
+
+    def connect(self, broker: str, client_id: str) -> NotificationStream: ...
+
+    def attach(self, client: BrokerRequests) -> None:
+        """Answer brokers' requests about this consumer (running info, consume directly) from ``client``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class AdminTransport(Transport, Protocol):
+    """The operator's calls on top of a consumer's: topics, progress, connections."""
+
+    def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
+        """Create or update ``topic`` with ``queue_nums`` read and write queues on ``brokers`` (default: all)."""
+        ...
+
+    def brokers(self) -> dict[str, str]:
+        """Every broker of the cluster: name -> master address."""
+        ...
+
+    def consumer_progress(self, consumer_group: str, topic: str = "") -> list[ProgressRow]: ...
+
+    def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]: ...
+
+
+_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")
+
+
+def parse_address(address: str) -> tuple[str, list[str]]:
+    """Split a name-server address into (wire, ``host:port`` list): ``grpc://host:port`` is the stub over gRPC,
+    ``host:port[;host:port...]`` a RocketMQ name-server list spoken to in remoting. Anything else is a
+    ``ValueError`` in one line that shows both forms."""
+    if not isinstance(address, str):
+        raise TypeError(f"a name-server address must be a str, got {type(address).__name__}")
+    wire, rest = ("grpc", address[len(GRPC_SCHEME) :]) if address.startswith(GRPC_SCHEME) else ("remoting", address)
+    parts = [part.strip() for part in rest.split(";")] if wire == "remoting" else [rest]
+    parts = [part for part in parts if part] if wire == "remoting" else parts
+    bad = [part for part in parts if not _valid_host_port(part)]
+    if not parts or bad:
+        shown = bad[0] if bad else address
+        raise ValueError(
+            f"name-server address {shown!r} is not HOST:PORT: give a RocketMQ name-server list like "
+            f"127.0.0.1:9876;127.0.0.2:9876, or grpc://HOST:PORT for nameserver_stub"
+        )
+    return wire, parts
+
+
+def _valid_host_port(part: str) -> bool:
+    match = _HOST_PORT.fullmatch(part)
+    return match is not None and 0 < int(match["port"]) < 65536
+
+
+def open_transport(address: str, token: str | None = None, timeout: float = 5.0) -> AdminTransport:
+    """The transport that ``address`` asks for (see :func:`parse_address`). ``token`` is the stub's shared token;
+    RocketMQ's own ACL is not supported, so a token with a RocketMQ address is refused rather than ignored."""
+    wire, addresses = parse_address(address)
+    if wire == "grpc":
+        from rocket_rebalance.runtime.transport.grpc import GrpcTransport
+
+        return GrpcTransport(addresses[0], token=token, timeout=timeout)
+    if token:
+        raise ValueError("--token is for nameserver_stub (grpc://...); RocketMQ ACL credentials are not supported")
+    from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+
+    return RemotingTransport(addresses, timeout=timeout)

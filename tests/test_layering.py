@@ -1,0 +1,176 @@
+"""The rules of the house (../shared/DESIGN.md), checked on the source: who may import what.
+
+Each rule is one test, reading every module's imports with ``ast`` (function-level imports included, except
+where a rule is about what loading a module costs, where only module-level imports count).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "rocket_rebalance"
+STUB = ROOT / "nameserver_stub"
+
+# Layers, each importing only those below it (DESIGN.md); a module's layer is its first path part under the package.
+LAYERS = {
+    "model": 0,
+    "route": 1,
+    "strategies": 1,
+    "plan": 2,
+    "remoting": 2,
+    "mqadmin": 3,
+    "whatif": 3,
+    "testing": 3,
+    "core": 4,
+    "runtime": 5,
+    "commands": 6,
+    "cli": 6,
+    "__main__": 7,
+    "__init__": 3,
+}
+PURE = ("model", "route", "strategies", "plan", "remoting", "mqadmin", "whatif")
+# What a pure module must never touch: I/O, threads, clocks, randomness, logging, and every wire or engine.
+IMPURE = (
+    "asyncio",
+    "concurrent",
+    "grpc",
+    "grpc_health",
+    "http",
+    "logging",
+    "multiprocessing",
+    "os",
+    "pandas",
+    "pyarrow",
+    "pyspark",
+    "random",
+    "select",
+    "selectors",
+    "socket",
+    "sqlite3",
+    "ssl",
+    "subprocess",
+    "threading",
+    "time",
+    "urllib",
+    "rocket_rebalance._proto",
+)
+CORE_ALLOWED = ("__future__", "collections", "dataclasses", "enum", "math", "typing", "sortedcontainers")
+
+
+def _modules(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "_proto" not in p.parts)
+
+
+def _imports(path: Path, module_level_only: bool = False) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes: list[ast.AST] = []
+    if module_level_only:
+        stack: list[ast.AST] = list(tree.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            nodes.append(node)
+            stack.extend(ast.iter_child_nodes(node))
+    else:
+        nodes = list(ast.walk(tree))
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _part(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0].removesuffix(".py")
+
+
+def test_every_package_module_has_a_layer() -> None:
+    parts = {_part(p) for p in _modules(PACKAGE)} - {"pipeline"}
+    assert parts <= set(LAYERS), f"give these a layer in LAYERS: {sorted(parts - set(LAYERS))}"
+
+
+def test_each_layer_imports_only_those_below_it() -> None:
+    for path in _modules(PACKAGE):
+        part = _part(path)
+        if part == "pipeline":
+            continue
+        for name in _imports(path):
+            if not name.startswith("rocket_rebalance.") or _under(name, ("rocket_rebalance._proto",)):
+                continue
+            target = name.split(".")[1]
+            if target == part:
+                continue
+            assert target != "pipeline", f"{path.relative_to(ROOT)} imports the pipeline"
+            assert LAYERS[target] <= LAYERS[part], f"{path.relative_to(ROOT)} ({part}) imports {name} from above"
+
+
+@pytest.mark.parametrize("part", PURE)
+def test_pure_layers_do_no_io_and_load_no_wire(part: str) -> None:
+    paths = [p for p in _modules(PACKAGE) if _part(p) == part]
+    assert paths
+    for path in paths:
+        for name in _imports(path):
+            assert not _under(name, IMPURE), f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_core_imports_only_the_pure_layers_and_harmless_stdlib() -> None:
+    allowed = CORE_ALLOWED + tuple(f"rocket_rebalance.{p}" for p in ("core", "model", "strategies", "plan"))
+    for path in _modules(PACKAGE / "core"):
+        for name in _imports(path):
+            assert _under(name, allowed), f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_only_the_wire_modules_import_a_wire() -> None:
+    """Code written against the transport interface loads neither gRPC nor the remoting codec."""
+    wires = {
+        ("grpc", "rocket_rebalance._proto"): {"runtime/transport/grpc.py"},
+        ("rocket_rebalance.remoting",): {"runtime/transport/remoting.py", "runtime/transport/connection.py"},
+    }
+    for path in _modules(PACKAGE / "runtime") + _modules(PACKAGE / "commands"):
+        relative = str(path.relative_to(PACKAGE))
+        for name in _imports(path, module_level_only=True):
+            for prefixes, owners in wires.items():
+                if _under(name, prefixes):
+                    assert relative in owners, f"{relative} imports {name} at module level"
+
+
+def test_the_stub_shares_only_the_model_and_the_generated_code() -> None:
+    for path in _modules(STUB):
+        for name in _imports(path):
+            if name.startswith("rocket_rebalance"):
+                assert _under(name, ("rocket_rebalance.model", "rocket_rebalance._proto")), f"{path.name}: {name}"
+
+
+def test_only_the_pipeline_imports_spark_and_it_uses_only_the_pure_layers() -> None:
+    for path in _modules(PACKAGE) + _modules(STUB):
+        inside = PACKAGE / "pipeline" in path.parents
+        for name in _imports(path):
+            if not inside:
+                assert not _under(name, ("pyspark",)), f"{path.relative_to(ROOT)} imports {name}"
+            elif name.startswith("rocket_rebalance."):
+                allowed = ("model", "strategies", "plan", "pipeline")
+                assert name.split(".")[1] in allowed, f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_embedding_loads_no_wire_until_one_is_chosen() -> None:
+    code = (
+        "import sys, rocket_rebalance.runtime.consumer, rocket_rebalance.runtime.engine;"
+        "print(sorted(m for m in ('grpc', 'pyspark', 'rocket_rebalance.remoting', 'rocket_rebalance._proto') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
