@@ -535,34 +535,19 @@ class RemotingTransport:
     def send(
         self, topic: str, broker: str, bodies_: Sequence[bytes], queue_id: int | None = None
     ) -> tuple[int, list[int]]:
-        """SEND_MESSAGE_V2 per body, all on the wire at once; each answer gives that message's queue offset."""
+        """SEND_MESSAGE_V2 per body, one after another as Java's producer sends: the broker stores concurrent
+        requests in any order, and a queue's messages must keep the order they were given in."""
         if queue_id is None:
             queue_id = self._next_queue.get(broker, 0)
             self._next_queue[broker] = queue_id + 1
-            write_queues = max(1, self._write_queue_nums(topic, broker))
-            queue_id %= write_queues
+            queue_id %= max(1, self._write_queue_nums(topic, broker))
         address = self._master(broker)
         mq = MessageQueue(topic, broker, queue_id)
-        now_ms = int(time.time() * 1000)
-        commands = [
-            request(
-                RequestCode.SEND_MESSAGE_V2,
-                headers.send_message_v2(
-                    PRODUCER_GROUP,
-                    mq,
-                    message.encode_properties({"UNIQ_KEY": uuid.uuid4().hex.upper(), "WAIT": "true"}),
-                    born_timestamp_ms=now_ms,
-                ),
-                body=body,
-            )
-            for body in bodies_
-        ]
         offsets: list[int] = []
-        for answer in self._each(address, f"SEND_MESSAGE_V2 to {mq}", commands):
-            if isinstance(answer, TransportError):
-                raise answer
-            if answer.code != ResponseCode.SUCCESS:
-                raise _error(f"SEND_MESSAGE_V2 to {mq}", address, answer)
+        for body in bodies_:
+            properties = message.encode_properties({"UNIQ_KEY": uuid.uuid4().hex.upper(), "WAIT": "true"})
+            ext = headers.send_message_v2(PRODUCER_GROUP, mq, properties, born_timestamp_ms=int(time.time() * 1000))
+            answer = self._ok(address, f"SEND_MESSAGE_V2 to {mq}", request(RequestCode.SEND_MESSAGE_V2, ext, body))
             offsets.append(_int_field(answer, "queueOffset", "SEND_MESSAGE_V2", address))
         return queue_id, offsets
 

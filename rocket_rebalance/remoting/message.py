@@ -1,0 +1,351 @@
+"""Stored messages: the records of a PULL_MESSAGE response body (and of a CONSUME_MESSAGE_DIRECTLY request).
+
+A body is records back to back, each in the broker's commit-log layout (``MessageDecoder.decode``), big-endian::
+
+    TOTALSIZE i32 | MAGICCODE i32 | BODYCRC i32 | QUEUEID i32 | FLAG i32 | QUEUEOFFSET i64 | PHYSICALOFFSET i64 |
+    SYSFLAG i32 | BORNTIMESTAMP i64 | BORNHOST (4 or 16 bytes) + port i32 | STORETIMESTAMP i64 |
+    STOREHOST (4 or 16 bytes) + port i32 | RECONSUMETIMES i32 | PREPAREDTRANSACTIONOFFSET i64 |
+    BODYLEN i32 + body | TOPICLEN (i8 in V1, i16 in V2) + topic | PROPERTIESLEN i16 + properties
+
+Java's decoder stops silently at the first record it cannot read and returns the ones before it; here a bad
+record is a :class:`ProtocolError` naming the record and its offset, because dropping messages silently would
+leave a consumer believing it had seen everything up to the next offset. Bodies compressed with zlib (what Java
+producers use) are inflated; LZ4 and ZSTD would need libraries this package does not depend on.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rocket_rebalance.remoting.frame import ProtocolError
+
+__all__ = [
+    "MAGIC_V1",
+    "MAGIC_V2",
+    "SYSFLAG_BORNHOST_V6",
+    "SYSFLAG_COMPRESSED",
+    "SYSFLAG_COMPRESSION_MASK",
+    "SYSFLAG_COMPRESSION_ZLIB",
+    "SYSFLAG_STOREHOST_V6",
+    "StoredMessage",
+    "decode_messages",
+    "decode_properties",
+    "encode_properties",
+    "encode_stored_message",
+]
+
+MAGIC_V1 = -626843481  # 0xDAA320A7: topic length in one byte
+MAGIC_V2 = -626843477  # 0xDAA320AB: topic length in two bytes (topics longer than 127 bytes)
+
+# MessageSysFlag.java
+SYSFLAG_COMPRESSED = 0x1
+SYSFLAG_BORNHOST_V6 = 0x10
+SYSFLAG_STOREHOST_V6 = 0x20
+SYSFLAG_COMPRESSION_MASK = 0x700
+SYSFLAG_COMPRESSION_ZLIB = 0x300
+_COMPRESSION_NAMES = {1: "LZ4", 2: "ZSTD"}  # 0 (producers before 4.9.x) and 3 are zlib
+
+_NAME_VALUE_SEPARATOR = "\x01"
+_PROPERTY_SEPARATOR = "\x02"
+_PROPERTIES_MAX_BYTES = 2**15 - 1  # the length is a Java short
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # TOTALSIZE .. BORNTIMESTAMP
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_SHORT = struct.Struct(">h")
+_BYTE = struct.Struct(">b")
+_UINT = struct.Struct(">I")
+_ULONG = struct.Struct(">Q")
+_MAX_PORT = 65535
+_MIN_RECORD = _HEAD.size + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2  # IPv4 hosts, empty body, topic and properties
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message as stored by the broker, its body already inflated.
+
+    Hosts are ``ip:port`` (``[ip]:port`` for IPv6). ``sys_flag`` is as stored except that the compressed bit is
+    cleared once the body is inflated, as Java's decoder clears it. ``body_crc`` is the stored checksum (of the
+    body as sent, i.e. compressed when it was; Java masks it to 31 bits).
+    """
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    body: bytes
+    properties: Mapping[str, str] = field(default_factory=dict)
+    sys_flag: int = 0
+    flag: int = 0
+    born_timestamp: int = 0
+    born_host: str = "127.0.0.1:0"
+    store_timestamp: int = 0
+    store_host: str = "127.0.0.1:10911"
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    body_crc: int = 0
+
+    @property
+    def tags(self) -> str:
+        return self.properties.get("TAGS", "")
+
+    @property
+    def keys(self) -> str:
+        """Space-separated keys, as the producer set them."""
+        return self.properties.get("KEYS", "")
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's message ID: store host address, port and commit-log offset in upper-case hex
+        (``MessageDecoder.createMessageId``), 32 characters for IPv4 and 56 for IPv6."""
+        address, port = _split_host(self.store_host)
+        return (address.packed + _UINT.pack(port) + _ULONG.pack(self.commit_log_offset % 2**64)).hex().upper()
+
+    @property
+    def msg_id(self) -> str:
+        """What Java's ``MessageExt.getMsgId()`` returns on a consumer: the producer's ``UNIQ_KEY`` when the
+        message has one, else :attr:`offset_msg_id`."""
+        return self.properties.get("UNIQ_KEY") or self.offset_msg_id
+
+
+def _split_host(host: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    if host.startswith("["):
+        address, separator, port = host[1:].partition("]:")
+    else:
+        address, separator, port = host.rpartition(":")
+    if not separator or not (port.isascii() and port.isdigit()) or int(port) > _MAX_PORT:
+        raise ValueError(f"host {host!r} is not ip:port or [ipv6]:port")
+    return ipaddress.ip_address(address), int(port)
+
+
+def _format_host(address: bytes, port: int) -> str:
+    if len(address) == 4:
+        return f"{ipaddress.IPv4Address(address)}:{port}"
+    return f"[{ipaddress.IPv6Address(address)}]:{port}"
+
+
+# ---------------------------------------------------------------------------------------------------------- properties
+
+
+def encode_properties(properties: Mapping[str, str]) -> str:
+    """``name\\x01value\\x02`` per property (``MessageDecoder.messageProperties2String``).
+
+    Java's parser drops what this format cannot carry, so it is refused here instead of being lost on the way:
+    an empty name or value, a separator inside a name, or a ``\\x02`` inside a value is a ``ValueError``.
+    """
+    parts: list[str] = []
+    for name, value in properties.items():
+        if not name or not value:
+            raise ValueError(f"property {name!r}={value!r}: names and values must be non-empty")
+        if _NAME_VALUE_SEPARATOR in name or _PROPERTY_SEPARATOR in name or _PROPERTY_SEPARATOR in value:
+            raise ValueError(f"property {name!r}={value!r} contains a separator character")
+        parts += [name, _NAME_VALUE_SEPARATOR, value, _PROPERTY_SEPARATOR]
+    return "".join(parts)
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """Java's ``string2messageProperties``: segments split at ``\\x02``, each ``name\\x01value`` split at its first
+    ``\\x01``; a segment without one, or with an empty name or value, is skipped; a later name wins."""
+    properties: dict[str, str] = {}
+    for segment in text.split(_PROPERTY_SEPARATOR):
+        name, separator, value = segment.partition(_NAME_VALUE_SEPARATOR)
+        if separator and name and value:
+            properties[name] = value
+    return properties
+
+
+# ---------------------------------------------------------------------------------------------------------- decoding
+
+
+class _Record:
+    """Reads one record's fields in order, never past the record's end; failures name the record and offset."""
+
+    def __init__(self, data: memoryview, start: int, end: int, index: int) -> None:
+        self.data = data
+        self.position = start
+        self.end = end
+        self.where = f"message {index} at offset {start}"
+
+    def error(self, message: str) -> ProtocolError:
+        return ProtocolError(f"{self.where}: {message}")
+
+    def take(self, size: int, name: str) -> memoryview:
+        stop = self.position + size
+        if stop > self.end:
+            raise self.error(f"truncated record: {name} needs {size} bytes, {self.end - self.position} left")
+        chunk = self.data[self.position : stop]
+        self.position = stop
+        return chunk
+
+    def number(self, shape: struct.Struct, name: str) -> int:
+        value: int = shape.unpack(self.take(shape.size, name))[0]
+        return value
+
+    def length(self, shape: struct.Struct, name: str) -> int:
+        size = self.number(shape, f"{name} length")
+        if size < 0:
+            raise self.error(f"{name} length {size} is negative")
+        return size
+
+    def text(self, shape: struct.Struct, name: str) -> str:
+        raw = self.take(self.length(shape, name), name)
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise self.error(f"{name} is not valid UTF-8: {error}") from None
+
+    def host(self, v6: bool, name: str) -> str:
+        address = bytes(self.take(16 if v6 else 4, name))
+        port = self.number(_INT, f"{name} port")
+        if not 0 <= port <= _MAX_PORT:  # Java's InetSocketAddress refuses it, and so the whole record
+            raise self.error(f"{name} port {port} is out of range")
+        return _format_host(address, port)
+
+
+def decode_messages(body: bytes | bytearray | memoryview) -> list[StoredMessage]:
+    """Every record of ``body``, in order."""
+    messages: list[StoredMessage] = []
+    with memoryview(body) as data:
+        start = 0
+        while start < len(data):
+            message, start = _decode_record(data, start, len(messages))
+            messages.append(message)
+    return messages
+
+
+def _decode_record(data: memoryview, start: int, index: int) -> tuple[StoredMessage, int]:
+    """The record at ``start`` and the offset just after it."""
+    where = f"message {index} at offset {start}"
+    left = len(data) - start
+    if left < _INT.size:
+        raise ProtocolError(f"{where}: truncated record: {left} bytes cannot hold TOTALSIZE")
+    (total,) = _INT.unpack_from(data, start)
+    if total < _MIN_RECORD:
+        raise ProtocolError(f"{where}: TOTALSIZE {total} is below the {_MIN_RECORD}-byte minimum record")
+    if total > left:
+        raise ProtocolError(f"{where}: truncated record: TOTALSIZE {total} but {left} bytes left")
+    record = _Record(data, start, start + total, index)
+    (
+        _,
+        magic,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        commit_log_offset,
+        sys_flag,
+        born_timestamp,
+    ) = _HEAD.unpack(record.take(_HEAD.size, "fixed fields"))
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        raise record.error(f"bad magic code {magic & 0xFFFFFFFF:#010x}")
+    born_host = record.host(bool(sys_flag & SYSFLAG_BORNHOST_V6), "BORNHOST")
+    store_timestamp = record.number(_LONG, "STORETIMESTAMP")
+    store_host = record.host(bool(sys_flag & SYSFLAG_STOREHOST_V6), "STOREHOST")
+    reconsume_times = record.number(_INT, "RECONSUMETIMES")
+    prepared_transaction_offset = record.number(_LONG, "PREPAREDTRANSACTIONOFFSET")
+    body = bytes(record.take(record.length(_INT, "BODY"), "BODY"))
+    if body and sys_flag & SYSFLAG_COMPRESSED:  # Java inflates only a non-empty body
+        body = _inflate(record, body, sys_flag)
+        sys_flag &= ~SYSFLAG_COMPRESSED
+    topic = record.text(_BYTE if magic == MAGIC_V1 else _SHORT, "TOPIC")
+    properties = decode_properties(record.text(_SHORT, "PROPERTIES"))
+    if record.position != record.end:
+        raise record.error(f"TOTALSIZE {total} but the fields end after {record.position - start} bytes")
+    message = StoredMessage(
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        commit_log_offset=commit_log_offset,
+        body=body,
+        properties=properties,
+        sys_flag=sys_flag,
+        flag=flag,
+        born_timestamp=born_timestamp,
+        born_host=born_host,
+        store_timestamp=store_timestamp,
+        store_host=store_host,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset,
+        body_crc=body_crc,
+    )
+    return message, record.end
+
+
+def _inflate(record: _Record, body: bytes, sys_flag: int) -> bytes:
+    compression = (sys_flag & SYSFLAG_COMPRESSION_MASK) >> 8
+    if compression in _COMPRESSION_NAMES:
+        raise record.error(f"{_COMPRESSION_NAMES[compression]}-compressed message bodies are not supported")
+    if compression not in (0, 3):
+        raise record.error(f"unknown compression type {compression}")
+    try:
+        return zlib.decompress(body)
+    except zlib.error as error:
+        raise record.error(f"body is not valid zlib data: {error}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------- encoding
+
+
+def encode_stored_message(message: StoredMessage, compress: bool = False, version: int | None = None) -> bytes:
+    """``message`` as the broker stores it: what :func:`decode_messages` reads back.
+
+    The host flags of ``sys_flag`` follow the hosts given; ``compress`` deflates the body with zlib and sets the
+    compressed flag and zlib type (otherwise the compressed flag is cleared). ``BODYCRC`` is computed as the broker
+    computes it (CRC32 of the stored body, masked to 31 bits) and ``message.body_crc`` is ignored. The record is
+    V2 when ``version`` is 2 or the topic is longer than 127 UTF-8 bytes (the broker's rule), else V1.
+    Values that do not fit their field are a ``ValueError``.
+    """
+    born_address, born_port = _split_host(message.born_host)
+    store_address, store_port = _split_host(message.store_host)
+    sys_flag = message.sys_flag & ~(SYSFLAG_COMPRESSED | SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6)
+    sys_flag |= SYSFLAG_BORNHOST_V6 if born_address.version == 6 else 0
+    sys_flag |= SYSFLAG_STOREHOST_V6 if store_address.version == 6 else 0
+    body = message.body
+    if compress:
+        body = zlib.compress(body, 5)  # the level Java's producer uses
+        sys_flag = sys_flag & ~SYSFLAG_COMPRESSION_MASK | SYSFLAG_COMPRESSED | SYSFLAG_COMPRESSION_ZLIB
+    topic = message.topic.encode("utf-8")
+    if version is None:
+        version = 2 if len(topic) > 127 else 1
+    if version not in (1, 2) or (version == 1 and len(topic) > 127) or len(topic) > 2**15 - 1:
+        raise ValueError(f"a topic of {len(topic)} bytes cannot be stored in a V{version} record")
+    properties = encode_properties(message.properties).encode("utf-8")
+    if len(properties) > _PROPERTIES_MAX_BYTES:
+        raise ValueError(f"properties of {len(properties)} bytes exceed the {_PROPERTIES_MAX_BYTES}-byte limit")
+    try:
+        tail = b"".join(
+            (
+                born_address.packed,
+                _INT.pack(born_port),
+                _LONG.pack(message.store_timestamp),
+                store_address.packed,
+                _INT.pack(store_port),
+                _INT.pack(message.reconsume_times),
+                _LONG.pack(message.prepared_transaction_offset),
+                _INT.pack(len(body)),
+                body,
+                (_BYTE if version == 1 else _SHORT).pack(len(topic)),
+                topic,
+                _SHORT.pack(len(properties)),
+                properties,
+            )
+        )
+        total = _HEAD.size + len(tail)
+        head = _HEAD.pack(
+            total,
+            MAGIC_V1 if version == 1 else MAGIC_V2,
+            zlib.crc32(body) & 0x7FFFFFFF,
+            message.queue_id,
+            message.flag,
+            message.queue_offset,
+            message.commit_log_offset,
+            sys_flag,
+            message.born_timestamp,
+        )
+    except struct.error as error:
+        raise ValueError(f"a field of {message!r} does not fit the stored format: {error}") from None
+    return head + tail

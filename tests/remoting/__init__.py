@@ -1,0 +1,1 @@
+"""The remoting codec: frames, headers, bodies, fastjson's JSON and stored messages, without any socket."""
