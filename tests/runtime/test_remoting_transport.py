@@ -1,0 +1,362 @@
+"""The remoting transport's own rules, against a scripted server on loopback: multiplexing by opaque, inbound
+requests, deadlines, GO_AWAY, reconnects, bad frames, name-server failover.
+
+The real-broker behaviour is tested in ``tests/rocketmq``; these are the faults a real broker cannot be made to
+produce on demand. The server speaks the real codec over real sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.remoting import (
+    FrameDecoder,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    bodies,
+    encode,
+    request,
+    response_to,
+)
+from rocket_rebalance.runtime.transport import Message, QueueRunInfo, RunningInfo, TransportError
+from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+
+Handler = Callable[[RemotingCommand], RemotingCommand | None]
+MQ = MessageQueue("TopicT", "broker-a", 0)
+SILENCE = RemotingCommand(code=-1)  # what a handler returns to leave a request unanswered
+
+
+class ScriptedServer:
+    """A loopback server that decodes frames and answers each request with ``handler`` (None: no answer)."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.received: list[RemotingCommand] = []
+        self.connections: list[socket.socket] = []
+        self.accepted = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections.append(conn)
+                self.accepted += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        decoder = FrameDecoder()
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            for command in decoder.feed(data):
+                with self._lock:
+                    self.received.append(command)
+                if command.is_response:
+                    continue
+                answer = self.handler(command)
+                if answer is not None:
+                    try:
+                        conn.sendall(encode(answer))
+                    except OSError:
+                        return
+
+    def push(self, command: RemotingCommand) -> None:
+        """Send a request of the server's own to the latest client connection."""
+        with self._lock:
+            conn = self.connections[-1]
+        conn.sendall(encode(command))
+
+    def wait_for(self, condition: Callable[[list[RemotingCommand]], bool], timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if condition(list(self.received)):
+                    return
+            time.sleep(0.01)
+        raise AssertionError("the server did not receive what was expected")
+
+    def close(self) -> None:
+        self.listener.close()
+        with self._lock:
+            for conn in self.connections:
+                conn.close()
+
+
+def route_body(address: str) -> bytes:
+    """A route in fastjson's old form (unquoted integer key), as servers older than 4.9.4 write it."""
+    broker_data = '{"brokerAddrs":{0:"' + address + '"},"brokerName":"broker-a","cluster":"c"}'
+    queue_data = '{"brokerName":"broker-a","perm":6,"readQueueNums":2,"writeQueueNums":2,"topicSysFlag":0}'
+    return ('{"brokerDatas":[' + broker_data + '],"queueDatas":[' + queue_data + "]}").encode()
+
+
+def broker_like(extra: Handler | None = None) -> Handler:
+    """Answers routes (pointing at this server itself) and offset queries; ``extra`` first."""
+    box: dict[str, str] = {}
+
+    def handler(command: RemotingCommand) -> RemotingCommand | None:
+        if extra is not None:
+            answer = extra(command)
+            if answer is not None:
+                return None if answer is SILENCE else answer
+        if command.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            return response_to(command, ResponseCode.SUCCESS, body=route_body(box["address"]))
+        if command.code == RequestCode.QUERY_CONSUMER_OFFSET:
+            return response_to(command, ResponseCode.SUCCESS, ext={"offset": command.ext["queueId"]})
+        return response_to(command, ResponseCode.SUCCESS)
+
+    handler.box = box  # type: ignore[attr-defined]
+    return handler
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    def start(handler: Handler) -> ScriptedServer:
+        server = ScriptedServer(handler)
+        if hasattr(handler, "box"):
+            handler.box["address"] = server.address
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def connected(server: ScriptedServer, timeout: float = 2.0) -> RemotingTransport:
+    transport = RemotingTransport([server.address], timeout=timeout)
+    transport.route("TopicT")  # learns broker-a at the server's own address
+    return transport
+
+
+def test_a_route_in_fastjsons_old_form_is_read(serve: Callable[[Handler], ScriptedServer]) -> None:
+    server = serve(broker_like())
+    transport = connected(server)
+    try:
+        assert [d.read_queue_nums for d in transport.route("TopicT").queue_datas] == [2]
+        sent = [c for c in server.received if c.code == RequestCode.GET_ROUTEINFO_BY_TOPIC][0]
+        assert sent.ext == {"topic": "TopicT", "acceptStandardJsonOnly": "true"} and sent.language == "PYTHON"
+    finally:
+        transport.close()
+
+
+def test_answers_are_matched_by_opaque_in_any_order(serve: Callable[[Handler], ScriptedServer]) -> None:
+    held: list[RemotingCommand] = []
+
+    def hold_queries(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code != RequestCode.QUERY_CONSUMER_OFFSET:
+            return None
+        held.append(command)
+        if len(held) < 3:
+            return SILENCE
+        for earlier in [command, *reversed(held[:-1])]:  # the last first, then the others backwards
+            server.push(
+                response_to(earlier, ResponseCode.SUCCESS, ext={"offset": str(100 + int(earlier.ext["queueId"]))})
+            )
+        return SILENCE
+
+    server = serve(broker_like(hold_queries))
+    transport = connected(server)
+    try:
+        queues = [MessageQueue("TopicT", "broker-a", q) for q in (0, 1, 2)]
+        assert transport.query_offsets("broker-a", "G", queues) == {mq: 100 + mq.queue_id for mq in queues}
+    finally:
+        transport.close()
+
+
+def test_a_notification_wakes_the_stream_and_is_never_answered(serve: Callable[[Handler], ScriptedServer]) -> None:
+    server = serve(broker_like())
+    transport = connected(server)
+    try:
+        stream = transport.connect("broker-a", "127.0.0.1@py")
+        groups: list[str] = []
+        reader = threading.Thread(target=lambda: groups.extend(g for g in stream), daemon=True)
+        reader.start()
+        server.push(request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "G"}, oneway=True))
+        server.push(RemotingCommand(code=9999, opaque=77))  # a request that expects an answer, after the oneway
+        server.wait_for(lambda got: any(c.is_response for c in got))
+        answers = [c for c in server.received if c.is_response]
+        assert [(c.opaque, c.code) for c in answers] == [(77, ResponseCode.REQUEST_CODE_NOT_SUPPORTED)]
+        stream.cancel()
+        reader.join(2)
+        assert groups == ["G"]
+    finally:
+        transport.close()
+
+
+def test_a_lost_connection_ends_the_notification_stream_with_an_error(
+    serve: Callable[[Handler], ScriptedServer],
+) -> None:
+    server = serve(broker_like())
+    transport = connected(server)
+    try:
+        stream = transport.connect("broker-a", "127.0.0.1@py")
+        for conn in server.connections:
+            conn.shutdown(socket.SHUT_RDWR)
+        with pytest.raises(TransportError) as raised:
+            list(stream)
+        assert raised.value.code == "UNAVAILABLE"
+    finally:
+        transport.close()
+
+
+class _Client:
+    def running_info(self) -> RunningInfo:
+        return RunningInfo(
+            "CONSUME_PASSIVELY",
+            "CLUSTERING",
+            "CONSUME_FROM_LAST_OFFSET",
+            False,
+            1_700_000_000_000,
+            ("TopicT",),
+            {MQ: QueueRunInfo(commit_offset=12, locked=True)},
+        )
+
+    def consume_directly(self, message: Message) -> tuple[bool, str]:
+        return True, ""
+
+
+def test_running_info_is_answered_in_javas_shape(serve: Callable[[Handler], ScriptedServer]) -> None:
+    server = serve(broker_like())
+    transport = connected(server)
+    transport.attach(_Client())
+    try:
+        server.push(RemotingCommand(RequestCode.GET_CONSUMER_RUNNING_INFO, opaque=5, ext={"consumerGroup": "G"}))
+        server.wait_for(lambda got: any(c.is_response and c.opaque == 5 for c in got))
+        answer = next(c for c in server.received if c.is_response and c.opaque == 5)
+        assert answer.code == ResponseCode.SUCCESS
+        info = bodies.parse_running_info(answer.body)
+        assert set(info.queues) == {MQ}
+        assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+        assert int(info.properties["PROP_CONSUMER_START_TIMESTAMP"]) == 1_700_000_000_000
+        assert b'{"brokerName":"broker-a","queueId":0,"topic":"TopicT"}:' in answer.body  # an object as map key
+    finally:
+        transport.close()
+
+
+def test_an_unanswered_request_fails_at_its_deadline(serve: Callable[[Handler], ScriptedServer]) -> None:
+    server = serve(broker_like(lambda c: SILENCE if c.code == RequestCode.GET_MAX_OFFSET else None))
+    transport = connected(server, timeout=0.3)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as raised:
+            transport.max_offset(MQ)
+        assert raised.value.code == "DEADLINE_EXCEEDED" and "GET_MAX_OFFSET" in str(raised.value)
+        assert time.monotonic() - started < 5
+    finally:
+        transport.close()
+
+
+def test_go_away_retires_the_connection_and_the_request_goes_again(
+    serve: Callable[[Handler], ScriptedServer],
+) -> None:
+    sent_away: list[int] = []
+
+    def go_away_once(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.GET_MAX_OFFSET:
+            if not sent_away:
+                sent_away.append(command.opaque)
+                return response_to(command, ResponseCode.GO_AWAY)
+            return response_to(command, ResponseCode.SUCCESS, ext={"offset": "42"})
+        return None
+
+    server = serve(broker_like(go_away_once))
+    transport = connected(server)
+    try:
+        assert transport.max_offset(MQ) == 42
+        assert server.accepted == 2  # the route's connection, retired, then a new one
+    finally:
+        transport.close()
+
+
+def test_a_bad_frame_from_the_server_is_one_error_not_a_hang(serve: Callable[[Handler], ScriptedServer]) -> None:
+    def garbage(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.GET_MAX_OFFSET:
+            server.push(RemotingCommand(0))  # a valid frame first, then a length no frame may have
+            with server._lock:
+                server.connections[-1].sendall(b"\x7f\xff\xff\xff")
+            return SILENCE
+        return None
+
+    server = serve(broker_like(garbage))
+    transport = connected(server)
+    try:
+        with pytest.raises(TransportError) as raised:
+            transport.max_offset(MQ)
+        assert "bad frame" in str(raised.value)
+    finally:
+        transport.close()
+
+
+def test_the_next_name_server_is_asked_when_one_is_down(serve: Callable[[Handler], ScriptedServer]) -> None:
+    server = serve(broker_like())
+    closed = socket.create_server(("127.0.0.1", 0))
+    down = f"127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    for order in ([down, server.address], [server.address, down]):
+        transport = RemotingTransport(order, timeout=1)
+        try:
+            assert transport.route("TopicT").queue_datas[0].broker_name == "broker-a"
+        finally:
+            transport.close()
+
+
+def test_a_broken_connection_fails_what_waits_and_the_next_call_reconnects(
+    serve: Callable[[Handler], ScriptedServer],
+) -> None:
+    def drop(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.GET_MAX_OFFSET and command.ext["queueId"] == "0":
+            with server._lock:
+                server.connections[-1].shutdown(socket.SHUT_RDWR)
+            return SILENCE
+        if command.code == RequestCode.GET_MAX_OFFSET and command.ext["queueId"] == "1":
+            return response_to(command, ResponseCode.SUCCESS, ext={"offset": "7"})
+        return None
+
+    server = serve(broker_like(drop))
+    transport = connected(server)
+    try:
+        with pytest.raises(TransportError) as raised:
+            transport.max_offset(MQ)
+        assert raised.value.code == "UNAVAILABLE"
+        assert transport.max_offset(MessageQueue("TopicT", "broker-a", 1)) == 7
+    finally:
+        transport.close()
+
+
+def test_heartbeats_carry_the_retry_topic_and_java_enum_names(serve: Callable[[Handler], ScriptedServer]) -> None:
+    from rocket_rebalance.runtime.transport import GroupRegistration
+
+    server = serve(broker_like())
+    transport = connected(server)
+    try:
+        transport.heartbeat(
+            "broker-a", "127.0.0.1@py", GroupRegistration("G", True, True, "CONSUME_FROM_LAST_OFFSET", ("TopicT",))
+        )
+        sent = next(c for c in server.received if c.code == RequestCode.HEART_BEAT)
+        data = json.loads(sent.body)
+        consumer = data["consumerDataSet"][0]
+        assert consumer["consumeType"] == "CONSUME_PASSIVELY" and consumer["messageModel"] == "CLUSTERING"
+        assert sorted(s["topic"] for s in consumer["subscriptionDataSet"]) == ["%RETRY%G", "TopicT"]
+    finally:
+        transport.close()
