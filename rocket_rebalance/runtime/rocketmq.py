@@ -1,0 +1,570 @@
+"""A real Apache RocketMQ cluster on this machine: a NameServer, brokers and Java consumers, from Maven Central.
+
+For the tests that prove compatibility (``tests/rocketmq``), ``make rocketmq`` and ``rocket-rebalance demo
+--rocketmq``. The jars of the pinned version (``ROCKET_REBALANCE_ROCKETMQ_VERSION``, default 5.3.3) are fetched
+once with Maven into a git-ignored cache (``ROCKET_REBALANCE_ROCKETMQ_CACHE``, default ``.rocketmq/`` in a
+checkout); every JVM is kept small (a NameServer boots in about 2 s and a broker in about 5 s on two cores), binds
+loopback only, and keeps its store under ``/dev/shm`` when there is room (RocketMQ refuses writes on a disk more
+than 90 % full). Topics are created over our own remoting transport, as an operator's tool would.
+
+Without Java or Maven, :class:`RocketMQUnavailable` says in one line what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from rocket_rebalance.runtime.transport import TransportError
+from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+
+__all__ = [
+    "BrokerProcess",
+    "JavaPeer",
+    "NameServerProcess",
+    "RocketMQCluster",
+    "RocketMQUnavailable",
+    "ensure_jars",
+    "mqadmin",
+]
+
+VERSION_ENV = "ROCKET_REBALANCE_ROCKETMQ_VERSION"
+CACHE_ENV = "ROCKET_REBALANCE_ROCKETMQ_CACHE"
+DEFAULT_VERSION = "5.3.3"
+JAVA_DIR = Path(__file__).with_name("rocketmq_java")
+# The flags of remoting.md §4.5: small heaps, no pre-touch, and the JDK 17 opens a broker may need.
+_OPENS = [
+    "--add-exports",
+    "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.lang=ALL-UNNAMED",
+]
+BOOT_TIMEOUT = 60.0
+
+
+class RocketMQUnavailable(RuntimeError):
+    """A real RocketMQ cannot be run here; the message says what is missing, in one line."""
+
+
+def _cache_root() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").exists():
+        return checkout / ".rocketmq"
+    return Path.home() / ".cache" / "rocket-rebalance" / "rocketmq"
+
+
+def _version(version: str | None) -> str:
+    return version or os.environ.get(VERSION_ENV) or DEFAULT_VERSION
+
+
+def _require(tool: str, why: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise RocketMQUnavailable(f"{tool} not found on PATH: {why}")
+    return path
+
+
+def ensure_jars(version: str | None = None) -> Path:
+    """The folder of the version's jars, fetched with Maven the first time (a marker is written only after a
+    complete fetch, so an interrupted one is redone; a file lock keeps parallel fetches apart)."""
+    version = _version(version)
+    _require("java", "the real-RocketMQ parts need Java 17 (apt-get install openjdk-17-jdk-headless)")
+    root = _cache_root() / version
+    lib, marker = root / "lib", root / "fetched"
+    if marker.exists():
+        return lib
+    mvn = _require("mvn", "the RocketMQ jars are fetched with Maven (apt-get install maven)")
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return lib
+        shutil.rmtree(lib, ignore_errors=True)
+        command = [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(JAVA_DIR / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-Drocketmq.version={version}",
+            f"-DoutputDirectory={lib}",
+            "-DincludeScope=runtime",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+            last = lines[-1] if lines else f"exit {done.returncode}"
+            raise RocketMQUnavailable(f"Maven could not fetch Apache RocketMQ {version}: {last}")
+        marker.write_text(version + "\n", encoding="utf-8")
+    return lib
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(span: Sequence[int] = (0,)) -> int:
+    """A loopback port P with P+d free for every d in ``span`` (a broker also opens P-2 and P+1)."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if all(0 < port + d < 65536 and _free(port + d) for d in span):
+            return port
+    raise RocketMQUnavailable("no free loopback ports for a broker")
+
+
+def _store_root(run_dir: Path) -> Path:
+    shm = Path("/dev/shm")
+    if shm.is_dir() and shutil.disk_usage(shm).free > 1 << 30:
+        return Path(shm / f"rocket-rebalance-{os.getpid()}-{run_dir.name}")
+    return run_dir / "store"
+
+
+class _JvmProcess:
+    """One RocketMQ JVM with its config file, logs and a readiness line; restartable with the same config."""
+
+    main_class = ""
+    ready_text = ""
+    heap = ("-Xms128m", "-Xmx256m")
+
+    def __init__(self, lib: Path, run_dir: Path, name: str, config: dict[str, str]) -> None:
+        self.lib = lib
+        self.run_dir = run_dir
+        self.name = name
+        self.config = config
+        self.process: subprocess.Popen[bytes] | None = None
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / f"{name}.conf").write_text(
+            "".join(f"{key}={value}\n" for key, value in config.items()), encoding="utf-8"
+        )
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / f"{self.name}.out"
+
+    def start(self) -> None:
+        log = self.log_path.open("ab")
+        offset = log.tell()
+        home = self.run_dir / "home"
+        home.mkdir(exist_ok=True)
+        command = [
+            "java",
+            *self.heap,
+            "-XX:+UseSerialGC",
+            "-XX:MaxDirectMemorySize=256m",
+            f"-Duser.home={home}",
+            f"-Drocketmq.home.dir={self.run_dir}",
+            *_OPENS,
+            "-cp",
+            f"{self.lib}/*",
+            self.main_class,
+            "-c",
+            str(self.run_dir / f"{self.name}.conf"),
+        ]
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self._wait_ready(offset)
+
+    def _wait_ready(self, offset: int) -> None:
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while time.monotonic() < deadline:
+            with self.log_path.open("rb") as log:
+                log.seek(offset)
+                if self.ready_text.encode() in log.read():
+                    return
+            assert self.process is not None
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        tail = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+        self.kill()
+        raise RocketMQUnavailable(f"{self.name} did not start: " + " | ".join(tail[-3:]))
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM (RocketMQ's shutdown hook runs), then SIGKILL if it does not end in time."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+class NameServerProcess(_JvmProcess):
+    main_class = "org.apache.rocketmq.namesrv.NamesrvStartup"
+    ready_text = "The Name Server boot success"
+
+    def __init__(self, lib: Path, run_dir: Path) -> None:
+        self.port = free_port()
+        super().__init__(
+            lib,
+            run_dir,
+            "namesrv",
+            {
+                "listenPort": str(self.port),
+                "bindAddress": "127.0.0.1",
+                "kvConfigPath": str(run_dir / "namesrv" / "kvConfig.json"),
+            },
+        )
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+class BrokerProcess(_JvmProcess):
+    """A master broker; its store stays across restarts (under ``/dev/shm`` when there is room)."""
+
+    main_class = "org.apache.rocketmq.broker.BrokerStartup"
+    ready_text = "boot success"
+    heap = ("-Xms256m", "-Xmx512m")
+
+    def __init__(self, lib: Path, run_dir: Path, broker_name: str, namesrv: str) -> None:
+        self.port = free_port((-2, 0, 1))  # main port, fast port (P-2) and HA port (P+1)
+        self.broker_name = broker_name
+        self.store = _store_root(run_dir) / broker_name
+        super().__init__(
+            lib,
+            run_dir,
+            broker_name,
+            {
+                "brokerClusterName": "DefaultCluster",
+                "brokerName": broker_name,
+                "brokerId": "0",
+                "brokerRole": "ASYNC_MASTER",
+                "flushDiskType": "ASYNC_FLUSH",
+                "namesrvAddr": namesrv,
+                "brokerIP1": "127.0.0.1",
+                "brokerIP2": "127.0.0.1",
+                "bindAddress": "127.0.0.1",
+                "listenPort": str(self.port),
+                "storePathRootDir": str(self.store),
+                "storePathCommitLog": str(self.store / "commitlog"),
+                "mappedFileSizeCommitLog": str(64 << 20),  # 64 MiB segments instead of 1 GiB
+                "mappedFileSizeConsumeQueue": str(30_000 * 20),
+                "maxHashSlotNum": "4000",
+                "maxIndexNum": "16000",
+                "timerWheelEnable": "false",
+                "autoCreateTopicEnable": "true",
+                "autoCreateSubscriptionGroup": "true",
+                "loadBalancePollNameServerInterval": "1000",  # QUERY_ASSIGNMENT's route cache
+                "diskMaxUsedSpaceRatio": "95",
+            },
+        )
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def remove_store(self) -> None:
+        shutil.rmtree(self.store, ignore_errors=True)
+
+
+class RocketMQCluster:
+    """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all."""
+
+    def __init__(self, work_dir: Path, brokers: Sequence[str] = ("broker-a",), version: str | None = None) -> None:
+        self.work_dir = work_dir
+        self.broker_names = list(brokers)
+        self.version = _version(version)
+        self.lib: Path | None = None
+        self.namesrv: NameServerProcess | None = None
+        self.brokers: dict[str, BrokerProcess] = {}
+
+    def start(self) -> str:
+        """Fetch the jars if needed, start everything, wait until the NameServer knows every broker."""
+        self.lib = ensure_jars(self.version)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.namesrv = NameServerProcess(self.lib, self.work_dir)
+        self.namesrv.start()
+        for name in self.broker_names:
+            self.brokers[name] = BrokerProcess(self.lib, self.work_dir, name, self.namesrv.address)
+        with ThreadPoolExecutor(len(self.brokers)) as pool:  # brokers boot in parallel: ~5 s each on 2 cores
+            starting = [pool.submit(broker.start) for broker in self.brokers.values()]
+        failures = [error for error in (f.exception() for f in starting) if error is not None]
+        if failures:
+            self.stop()
+            raise failures[0]
+        self.wait_registered()
+        return self.namesrv_address
+
+    @property
+    def namesrv_address(self) -> str:
+        assert self.namesrv is not None, "start() first"
+        return self.namesrv.address
+
+    def transport(self) -> RemotingTransport:
+        return RemotingTransport([self.namesrv_address])
+
+    def wait_registered(self, names: Sequence[str] | None = None, timeout: float = BOOT_TIMEOUT) -> None:
+        """Until the NameServer's cluster info lists each broker at its address."""
+        wanted = {name: self.brokers[name].address for name in (names or self.broker_names)}
+        deadline = time.monotonic() + timeout
+        transport = self.transport()
+        try:
+            while True:
+                try:
+                    known = transport.brokers()
+                except TransportError:
+                    known = {}
+                if all(known.get(name) == address for name, address in wanted.items()):
+                    return
+                if time.monotonic() > deadline:
+                    raise RocketMQUnavailable(f"brokers {sorted(wanted)} did not register (the NameServer has {known})")
+                time.sleep(0.2)
+        finally:
+            transport.close()
+
+    def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
+        """UPDATE_AND_CREATE_TOPIC on each broker over our own protocol; returns once the route shows it."""
+        transport = self.transport()
+        try:
+            transport.create_topic(topic, queue_nums, brokers)
+        finally:
+            transport.close()
+
+    def restart_broker(self, name: str) -> None:
+        self.brokers[name].restart()
+        self.wait_registered([name])
+
+    def restart_namesrv(self) -> None:
+        assert self.namesrv is not None
+        self.namesrv.restart()
+        self.wait_registered()  # brokers register every 30 s (``registerNameServerPeriod``)
+
+    def stop(self) -> None:
+        """Kill everything and delete the stores: nothing here outlives the cluster, so a graceful shutdown (about
+        ten seconds per broker) would buy nothing."""
+        for broker in self.brokers.values():
+            broker.kill()
+            broker.remove_store()
+        if self.namesrv is not None:
+            self.namesrv.kill()
+
+    def __enter__(self) -> RocketMQCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _java_escape(text: str) -> str:
+    """Non-ASCII as backslash-u escapes of UTF-16 units, which Peer.java turns back into characters."""
+    units = text.encode("utf-16-be", "surrogatepass")
+    out = []
+    for index in range(0, len(units), 2):
+        unit = int.from_bytes(units[index : index + 2], "big")
+        out.append(chr(unit) if 0x20 <= unit < 0x7F and unit != 0x5C else f"\\u{unit:04x}")
+    return "".join(out)
+
+
+class JavaPeer:
+    """A Java ``DefaultMQPushConsumer`` (Peer.java) in its own JVM, followed through its stdout lines."""
+
+    def __init__(
+        self,
+        lib: Path,
+        run_dir: Path,
+        namesrv: str,
+        group: str,
+        instance: str,
+        topics: Sequence[str],
+        strategy: str = "AVG",
+        orderly: bool = False,
+        work_ms: int = 0,
+        wait_interval_ms: int = 2000,
+        consume_from: str = "first",
+    ) -> None:
+        self.client_id = f"127.0.0.1@{instance}"
+        self.allocation: dict[str, frozenset[tuple[str, int]]] = {}
+        self.messages: list[dict[str, Any]] = []
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        home = run_dir / "java-home"
+        home.mkdir(parents=True, exist_ok=True)
+        args = ["--namesrv", namesrv, "--group", group, "--instance", _java_escape(instance)]
+        for topic in topics:
+            args += ["--topic", topic]
+        args += ["--strategy", strategy, "--work-ms", str(work_ms), "--consume-from", consume_from]
+        if orderly:
+            args.append("--orderly")
+        command = [
+            "java",
+            "-Xms64m",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            f"-Duser.home={home}",
+            f"-Drocketmq.client.logRoot={home}",
+            f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}",
+            "-cp",
+            f"{lib}/*",
+            str(JAVA_DIR / "Peer.java"),
+            *args,
+        ]
+        safe = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in instance)
+        self._stderr = (run_dir / f"java-{safe}.err").open("ab")
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8", errors="replace"
+        )
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            kind, _, payload = line.strip().partition(" ")
+            if kind not in ("STARTED", "ALLOC", "MSG", "STOPPED"):
+                continue  # the JVM's own logging
+            event = json.loads(payload)
+            with self._lock:
+                if kind == "ALLOC":
+                    queues = frozenset((q["brokerName"], q["queueId"]) for q in event["queues"])
+                    self.allocation[event["topic"]] = queues
+                elif kind == "MSG":
+                    self.messages.append(event)
+            if kind == "STARTED":
+                self.started.set()
+            elif kind == "STOPPED":
+                self.stopped.set()
+
+    def owned(self, topic: str) -> frozenset[tuple[str, int]]:
+        with self._lock:
+            return self.allocation.get(topic, frozenset())
+
+    def consumed(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.messages)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Graceful leave (SIGTERM: the shutdown hook persists offsets and unregisters); True when it said so."""
+        if self.alive:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._stderr.close()
+        return self.stopped.wait(2)
+
+    def kill(self) -> None:
+        """A crash: no shutdown hook runs, the connections just close."""
+        if self.alive:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
+
+
+def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0) -> str:
+    """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line."""
+    home.mkdir(parents=True, exist_ok=True)
+    command = [
+        "java",
+        "-Xms64m",
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        f"-Duser.home={home}",
+        f"-Drocketmq.home.dir={home}",
+        f"-Drocketmq.client.logRoot={home}",
+        "-cp",
+        f"{lib}/*",
+        "org.apache.rocketmq.tools.command.MQAdminStartup",
+        *args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+    if done.returncode != 0:
+        lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        raise RuntimeError(f"mqadmin {args[0]} failed: {lines[-1] if lines else done.returncode}")
+    return done.stdout
+
+
+@contextlib.contextmanager
+def _signals_stop() -> Iterator[threading.Event]:
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    yield stop
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rocket_rebalance.runtime.rocketmq``: run a cluster until Ctrl-C (``make rocketmq``)."""
+    parser = argparse.ArgumentParser(prog="python -m rocket_rebalance.runtime.rocketmq", description=main.__doc__)
+    parser.add_argument("--brokers", type=int, default=1, help="number of brokers (broker-a, broker-b, ...)")
+    parser.add_argument("--workdir", type=Path, help="where configs and logs go (default: a temporary folder)")
+    parser.add_argument("--topic", action="append", default=[], metavar="NAME:QUEUES", help="create a topic")
+    parser.add_argument("--fetch-only", action="store_true", help="only fetch the jars into the cache")
+    args = parser.parse_args(argv)
+    try:
+        if args.fetch_only:
+            print(ensure_jars())
+            return 0
+        if not 1 <= args.brokers <= 26:
+            raise RocketMQUnavailable("--brokers must be between 1 and 26")
+        work_dir = args.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"rocketmq-{os.getpid()}"
+        names = [f"broker-{chr(ord('a') + i)}" for i in range(args.brokers)]
+        with _signals_stop() as stop, RocketMQCluster(work_dir, names) as cluster:
+            for spec in args.topic:
+                name, _, queues = spec.partition(":")
+                cluster.create_topic(name, int(queues or 8))
+            brokers = {name: broker.address for name, broker in cluster.brokers.items()}
+            print(json.dumps({"namesrv": cluster.namesrv_address, "brokers": brokers, "workdir": str(work_dir)}))
+            sys.stdout.flush()
+            stop.wait()
+    except (RocketMQUnavailable, TransportError, ValueError) as error:
+        print(f"rocketmq: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

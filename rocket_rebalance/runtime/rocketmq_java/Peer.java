@@ -1,0 +1,118 @@
+// A Java DefaultMQPushConsumer for mixed-group tests and the demo: the real Apache RocketMQ client, printing what it
+// does as parseable lines on stdout (flushed): "STARTED <json>", "ALLOC <json>" (a full snapshot of one topic's
+// queues each time its allocation changes), "MSG <json>" (one per consumed message, with the times its work began
+// and ended) and "STOPPED <json>" after a graceful shutdown (SIGTERM). Run with the fetched jars on the class path:
+//   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
+//        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10]
+// The instance name may carry backslash-u escapes of UTF-16 units (non-ASCII IDs survive any locale that way).
+import java.util.*;
+import org.apache.rocketmq.client.consumer.*;
+import org.apache.rocketmq.client.consumer.listener.*;
+import org.apache.rocketmq.client.consumer.rebalance.*;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.*;
+
+public class Peer {
+    static synchronized void emit(String kind, String json) {
+        System.out.println(kind + " " + json);
+        System.out.flush();
+    }
+
+    static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20 || c > 0x7e) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
+    static String unescape(String s) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < s.length(); i++) {
+            if (s.startsWith("\\u", i) && i + 6 <= s.length()) {
+                b.append((char) Integer.parseInt(s.substring(i + 2, i + 6), 16));
+                i += 5;
+            } else b.append(s.charAt(i));
+        }
+        return b.toString();
+    }
+
+    static String queues(Collection<MessageQueue> mqs) {
+        List<MessageQueue> sorted = new ArrayList<>(mqs);
+        Collections.sort(sorted);
+        StringJoiner j = new StringJoiner(",", "[", "]");
+        for (MessageQueue mq : sorted) j.add("{\"brokerName\":" + quote(mq.getBrokerName()) + ",\"queueId\":" + mq.getQueueId() + "}");
+        return j.toString();
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, List<String>> o = new HashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            if (!args[i].startsWith("--")) throw new IllegalArgumentException("unexpected argument " + args[i]);
+            String key = args[i].substring(2);
+            boolean flag = i + 1 >= args.length || args[i + 1].startsWith("--");
+            o.computeIfAbsent(key, k -> new ArrayList<>()).add(flag ? "true" : args[++i]);
+        }
+        String group = o.get("group").get(0), instance = unescape(o.get("instance").get(0));
+        String strategy = o.getOrDefault("strategy", List.of("AVG")).get(0);
+        long workMs = Long.parseLong(o.getOrDefault("work-ms", List.of("0")).get(0));
+        boolean orderly = o.containsKey("orderly");
+
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(o.get("namesrv").get(0));
+        consumer.setClientIP("127.0.0.1");
+        consumer.setInstanceName(instance);
+        consumer.setPollNameServerInterval(1000);
+        consumer.setHeartbeatBrokerInterval(1000);
+        consumer.setPersistConsumerOffsetInterval(1000);
+        consumer.setConsumeFromWhere("last".equals(o.getOrDefault("consume-from", List.of("first")).get(0))
+            ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        switch (strategy) {
+            case "AVG": consumer.setAllocateMessageQueueStrategy(new AllocateMessageQueueAveragely()); break;
+            case "AVG_BY_CIRCLE": consumer.setAllocateMessageQueueStrategy(new AllocateMessageQueueAveragelyByCircle()); break;
+            case "CONSISTENT_HASH":
+                int nodes = Integer.parseInt(o.getOrDefault("virtual-nodes", List.of("10")).get(0));
+                consumer.setAllocateMessageQueueStrategy(new AllocateMessageQueueConsistentHash(nodes));
+                break;
+            default: throw new IllegalArgumentException("unknown strategy " + strategy);
+        }
+        for (String topic : o.get("topic")) consumer.subscribe(topic, "*");
+        String id = quote("127.0.0.1@" + instance);
+        consumer.setMessageQueueListener((topic, all, mine) ->
+            emit("ALLOC", "{\"client\":" + id + ",\"topic\":" + quote(topic) + ",\"queues\":" + queues(mine) + "}"));
+
+        if (orderly) {
+            consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
+                consume(id, msgs, workMs);
+                return ConsumeOrderlyStatus.SUCCESS;
+            });
+        } else {
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                consume(id, msgs, workMs);
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            consumer.shutdown();
+            emit("STOPPED", "{\"client\":" + id + "}");
+        }));
+        consumer.start();
+        emit("STARTED", "{\"client\":" + id + "}");
+        Thread.currentThread().join();
+    }
+
+    static void consume(String id, List<MessageExt> msgs, long workMs) {
+        for (MessageExt m : msgs) {
+            double t0 = System.currentTimeMillis() / 1000.0;
+            if (workMs > 0) {
+                try { Thread.sleep(workMs); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+            }
+            double t1 = System.currentTimeMillis() / 1000.0;
+            emit("MSG", "{\"client\":" + id + ",\"topic\":" + quote(m.getTopic()) + ",\"broker\":" + quote(m.getBrokerName())
+                + ",\"queue\":" + m.getQueueId() + ",\"offset\":" + m.getQueueOffset() + ",\"msgId\":" + quote(m.getMsgId())
+                + ",\"reconsumeTimes\":" + m.getReconsumeTimes() + ",\"t0\":" + t0 + ",\"t1\":" + t1 + "}");
+        }
+    }
+}

@@ -1,0 +1,202 @@
+"""One consumer group of Python (``rocket-rebalance consume``) and Java (``DefaultMQPushConsumer``) processes on a
+real cluster, and what the tests ask of it: who owns what, what each should own, what was consumed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
+from rocket_rebalance.plan import plan
+from rocket_rebalance.runtime.local_cluster import ConsumerProcess, start_consume_process
+from rocket_rebalance.runtime.rocketmq import JavaPeer, RocketMQCluster
+from rocket_rebalance.runtime.transport import TransportError
+from rocket_rebalance.strategies import create_strategy
+
+Queue = tuple[str, int]  # (broker name, queue ID)
+PYTHON_ARGS = (
+    "--rebalance-interval",
+    "2",
+    "--persist-interval",
+    "0.5",
+    "--route-interval",
+    "1",
+    "--heartbeat-interval",
+    "5",
+)
+_topics = itertools.count(1)
+
+
+def new_topic(cluster: RocketMQCluster, prefix: str, queue_nums: int = 8) -> str:
+    """A topic of the test's own, ``queue_nums`` queues on every broker."""
+    topic = f"{prefix}_{next(_topics)}_{int(time.time() * 1000) % 100000}"
+    cluster.create_topic(topic, queue_nums)
+    return topic
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "") -> float:
+    """Seconds until ``condition()`` held; an AssertionError naming ``what`` otherwise."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if condition():
+            return time.monotonic() - start
+        time.sleep(0.2)
+    raise AssertionError(f"not reached within {timeout} s: {what or getattr(condition, '__name__', 'condition')}")
+
+
+class MixedGroup:
+    """The members of ``group`` on ``topic``: Python and Java consumers, started and stopped by the test."""
+
+    def __init__(self, cluster: RocketMQCluster, work_dir: Path, group: str, topic: str, strategy: str = "AVG") -> None:
+        self.cluster = cluster
+        self.work_dir = work_dir
+        self.group = group
+        self.topic = topic
+        self.strategy_name = strategy
+        self.strategy = create_strategy(strategy)
+        self.python_members: dict[str, ConsumerProcess] = {}
+        self.java_members: dict[str, JavaPeer] = {}
+        self.transport = cluster.transport()
+        self.queues = sorted(
+            MessageQueue(topic, d.broker_name, q)
+            for d in self.transport.route(topic).queue_datas
+            for q in range(d.read_queue_nums)
+        )
+        work_dir.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ members
+
+    def python(self, instance: str, *extra: str) -> ConsumerProcess:
+        client_id = f"127.0.0.1@{instance}"
+        args = [*PYTHON_ARGS, "--strategy", self.strategy_name, *extra]
+        member = start_consume_process(
+            self.work_dir, self.cluster.namesrv_address, self.group, [self.topic], client_id, args
+        )
+        self.python_members[client_id] = member
+        return member
+
+    def java(self, instance: str, orderly: bool = False, work_ms: int = 0) -> JavaPeer:
+        assert self.cluster.lib is not None
+        peer = JavaPeer(
+            self.cluster.lib,
+            self.work_dir,
+            self.cluster.namesrv_address,
+            self.group,
+            instance,
+            [self.topic],
+            strategy=self.strategy_name,
+            orderly=orderly,
+            work_ms=work_ms,
+        )
+        self.java_members[peer.client_id] = peer
+        return peer
+
+    def live(self) -> list[str]:
+        return [cid for cid, m in self.python_members.items() if m.alive] + [
+            cid for cid, p in self.java_members.items() if p.alive
+        ]
+
+    def ownership(self) -> dict[str, set[Queue]]:
+        """Each live member's last reported queues of the topic."""
+        owned: dict[str, set[Queue]] = {}
+        for cid, member in self.python_members.items():
+            if member.alive:
+                reported = member.owned(self.topic) or set()
+                owned[cid] = {(name.rpartition(":")[0], int(name.rpartition(":")[2])) for name in reported}
+        for cid, peer in self.java_members.items():
+            if peer.alive:
+                owned[cid] = set(peer.owned(self.topic))
+        return owned
+
+    def expected(self) -> dict[str, set[Queue]]:
+        """The strategy's plan over the live members, in Java's sort orders."""
+        ready = prepare_rebalance_input(self.queues, self.live())
+        shares = plan(self.strategy, self.group, ready.mq_all, ready.cid_all) if ready.cid_all else {}
+        return {cid: {(mq.broker_name, mq.queue_id) for mq in queues} for cid, queues in shares.items()}
+
+    def settled(self) -> bool:
+        """Every live member reports exactly its share of the plan (so each queue has exactly one owner)."""
+        return self.ownership() == self.expected()
+
+    def members_known(self) -> bool:
+        """Every broker's member list is exactly the live members (what every consumer will sort)."""
+        live = sorted(self.live())
+        try:
+            lists = [sorted(self.transport.consumer_list(b, self.group)) for b in self.cluster.broker_names]
+        except TransportError:  # "no consumer for this group" before the first heartbeat
+            return False
+        return all(ids == live for ids in lists)
+
+    def oracle(self) -> dict[str, set[Queue]]:
+        """What the broker's own Java AllocateMessageQueueAveragely gives each member (QUERY_ASSIGNMENT)."""
+        broker = self.cluster.broker_names[0]
+        return {
+            cid: {
+                (mq.broker_name, mq.queue_id)
+                for mq in self.transport.query_assignment(broker, self.topic, self.group, cid)
+            }
+            for cid in self.live()
+        }
+
+    def describe(self) -> str:
+        return json.dumps(
+            {
+                "owned": {k: sorted(v) for k, v in self.ownership().items()},
+                "expected": {k: sorted(v) for k, v in self.expected().items()},
+            },
+            ensure_ascii=True,
+        )
+
+    # ------------------------------------------------------------------ messages
+
+    def produce(self, per_queue: int) -> None:
+        for mq in self.queues:
+            self.transport.send(self.topic, mq.broker_name, [b"m"] * per_queue, mq.queue_id)
+
+    def max_offsets(self) -> dict[Queue, int]:
+        return {(mq.broker_name, mq.queue_id): self.transport.max_offset(mq) for mq in self.queues}
+
+    def deliveries(self) -> list[dict[str, Any]]:
+        """Every consumed message of the topic, by any member: client, broker, queue, offset, t0, t1."""
+        found: list[dict[str, Any]] = []
+        for member in self.python_members.values():
+            if member.record.exists():
+                found += [json.loads(line) for line in member.record.read_text(encoding="utf-8").splitlines()]
+        for peer in self.java_members.values():
+            found += peer.consumed()
+        return [d for d in found if d["topic"] == self.topic]
+
+    def counts(self) -> Counter[tuple[str, int, int]]:
+        return Counter((d["broker"], d["queue"], d["offset"]) for d in self.deliveries())
+
+    def missing(self) -> list[tuple[str, int, int]]:
+        """Messages below each queue's max offset that nobody consumed."""
+        counts = self.counts()
+        return [
+            (broker, queue, offset)
+            for (broker, queue), end in self.max_offsets().items()
+            for offset in range(end)
+            if (broker, queue, offset) not in counts
+        ]
+
+    def close(self) -> None:
+        for member in self.python_members.values():
+            if member.alive:
+                member.kill()
+        for peer in self.java_members.values():
+            if peer.alive:
+                peer.kill()
+        self.transport.close()
+
+
+def assert_each_queue_once(group: MixedGroup, members: Sequence[str] | None = None) -> None:
+    owned = group.ownership()
+    union = Counter(q for queues in owned.values() for q in queues)
+    assert set(union) == {(mq.broker_name, mq.queue_id) for mq in group.queues}, group.describe()
+    assert all(count == 1 for count in union.values()), group.describe()
