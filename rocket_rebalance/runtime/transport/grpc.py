@@ -92,7 +92,16 @@ class _GrpcNotifications:
 def _error(call: str, address: str, error: grpc.RpcError) -> TransportError:
     if isinstance(error, grpc.Call):
         code = error.code()
-        return TransportError(f"{call} at {address}: {code.name} {error.details()}", code.name)
+        details = error.details() or ""
+        if code == grpc.StatusCode.UNAVAILABLE and "Socket closed" in details:
+            # The server took the TCP connection and hung up on HTTP/2's first bytes: what a RocketMQ name server or
+            # broker does (its frame decoder reads them as a frame longer than 16 MiB and closes the channel).
+            return TransportError(
+                f"the server at {address} is not nameserver_stub: it closed the connection on gRPC's first bytes, "
+                f"as a RocketMQ name server or broker does (for RocketMQ, give {address} without grpc://)",
+                "FAILED_PRECONDITION",
+            )
+        return TransportError(f"{call} at {address}: {code.name} {details}", code.name)
     return TransportError(f"{call} at {address}: {error}")
 
 

@@ -1,0 +1,132 @@
+"""Handing queues over on a real RocketMQ: committed offsets across languages, orderly consumers of both kinds
+under the broker's locks, and our fenced handover between Python consumers."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from rocket_rebalance.runtime.rocketmq import RocketMQCluster
+from tests.rocketmq.group import MixedGroup, new_topic, wait_until
+
+pytestmark = pytest.mark.rocketmq
+
+
+def caught_up(group: MixedGroup) -> bool:
+    """Every queue's committed offset (the broker's view) has reached its max offset."""
+    rows = group.transport.consumer_progress(group.group, group.topic)
+    return len(rows) == len(group.queues) and all(row.diff == 0 for row in rows)
+
+
+def offsets_by(group: MixedGroup, client: str) -> set[tuple[str, int, int]]:
+    return {(d["broker"], d["queue"], d["offset"]) for d in group.deliveries() if d["client"] == client}
+
+
+def test_committed_offsets_carry_over_between_java_and_python(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    group = MixedGroup(rocketmq, tmp_path, "GID_offsets", new_topic(rocketmq, "Offsets"))
+    try:
+        group.produce(6)
+        python = group.python("py-a")
+        wait_until(lambda: not group.missing(), 60, "py-a consumed everything")
+        wait_until(lambda: caught_up(group), 30, "py-a committed everything")
+        assert python.stop() is not None
+
+        group.produce(4)
+        java = group.java("java-b")
+        wait_until(lambda: not group.missing(), 60, "java-b consumed the rest")
+        wait_until(lambda: caught_up(group), 30, "java-b committed everything")
+        taken_over = offsets_by(group, java.client_id)
+        assert taken_over == {(b, q, o) for (b, q), end in group.max_offsets().items() for o in range(6, end)}
+        assert java.stop()
+
+        group.produce(3)
+        group.python("py-c")
+        wait_until(lambda: not group.missing(), 60, "py-c consumed the rest")
+        back = offsets_by(group, "127.0.0.1@py-c")
+        assert back == {(b, q, o) for (b, q), end in group.max_offsets().items() for o in range(10, end)}
+        assert max(group.counts().values()) == 1  # graceful leaves: nothing consumed twice
+    finally:
+        group.close()
+
+
+def overlaps(deliveries: list[dict[str, object]]) -> list[tuple[dict[str, object], dict[str, object]]]:
+    """Pairs of deliveries of one queue by different consumers whose [t0, t1] intervals intersect."""
+    by_queue: dict[tuple[object, object], list[dict[str, object]]] = defaultdict(list)
+    for delivery in deliveries:
+        by_queue[(delivery["broker"], delivery["queue"])].append(delivery)
+    found = []
+    for items in by_queue.values():
+        for i, first in enumerate(items):
+            for second in items[i + 1 :]:
+                if first["client"] == second["client"]:
+                    continue
+                if float(first["t0"]) < float(second["t1"]) and float(second["t0"]) < float(first["t1"]):  # type: ignore[arg-type]
+                    found.append((first, second))
+    return found
+
+
+def test_orderly_java_and_python_never_work_one_queue_at_once(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    group = MixedGroup(rocketmq, tmp_path, "GID_orderly", new_topic(rocketmq, "Orderly", 4))
+    stop = threading.Event()
+
+    def traffic() -> None:
+        while not stop.wait(0.2):
+            group.produce(1)
+
+    producer = threading.Thread(target=traffic, daemon=True)
+    try:
+        group.python("py-1", "--orderly", "--work-ms", "5")
+        group.java("java-1", orderly=True, work_ms=5)
+        producer.start()
+        wait_until(group.settled, 60, "two orderly members settle")
+        group.python("py-2", "--orderly", "--work-ms", "5")
+        group.java("java-2", orderly=True, work_ms=5)
+        wait_until(group.settled, 60, "four orderly members settle")
+        assert group.python_members["127.0.0.1@py-1"].stop() is not None
+        assert group.java_members["127.0.0.1@java-1"].stop()
+        wait_until(group.settled, 60, "two orderly members settle again")
+        stop.set()
+        producer.join()
+        wait_until(lambda: not group.missing(), 60, "every message consumed")
+        deliveries = group.deliveries()
+        assert {d["client"] for d in deliveries} >= {"127.0.0.1@py-2", "127.0.0.1@java-2"}
+        assert overlaps(deliveries) == []
+    finally:
+        stop.set()
+        group.close()
+
+
+def test_fenced_handover_redelivers_nothing_on_graceful_moves(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    """Python consumers under steady traffic, with work in flight: joins and graceful leaves re-deliver nothing
+    (Java's handover would re-deliver what was in flight)."""
+    group = MixedGroup(rocketmq, tmp_path, "GID_fence", new_topic(rocketmq, "Fence", 4))
+    stop = threading.Event()
+
+    def traffic() -> None:
+        while not stop.wait(0.1):
+            group.produce(1)
+
+    producer = threading.Thread(target=traffic, daemon=True)
+    try:
+        for name in ("py-1", "py-2", "py-3"):
+            group.python(name, "--work-ms", "20")
+        producer.start()
+        wait_until(group.settled, 60, "three members settle")
+        group.python("py-4", "--work-ms", "20")
+        wait_until(group.settled, 60, "a join settles")
+        assert group.python_members["127.0.0.1@py-2"].stop() is not None
+        wait_until(group.settled, 60, "a leave settles")
+        assert group.python_members["127.0.0.1@py-1"].stop() is not None
+        wait_until(group.settled, 60, "another leave settles")
+        stop.set()
+        producer.join()
+        wait_until(lambda: not group.missing(), 60, "every message consumed")
+        twice = {key: count for key, count in group.counts().items() if count > 1}
+        assert twice == {}
+        assert len({d["client"] for d in group.deliveries()}) == 4
+    finally:
+        stop.set()
+        group.close()
