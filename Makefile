@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-pipeline proto lint venv clean
+.PHONY: demo demo-rocketmq rocketmq rocketmq-jars test bench bench-pipeline proto lint venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,20 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m rocket_rebalance demo
 
-# pytest exits 5 when it collected no test: a run that tested nothing is a failure, said so plainly.
+# The live demo on a real Apache RocketMQ NameServer and broker, with a Java consumer in the group (needs Java 17
+# and Maven; the jars are fetched once into .rocketmq/).
+demo-rocketmq: $(STAMP)
+	$(PY) -m rocket_rebalance demo --rocketmq
+
+# A real RocketMQ NameServer and two brokers on loopback until Ctrl-C; prints their addresses as one JSON line.
+rocketmq: $(STAMP)
+	$(PY) -m rocket_rebalance.runtime.rocketmq --brokers 2 --topic TopicTest:8
+
+rocketmq-jars: $(STAMP)
+	$(PY) -m rocket_rebalance.runtime.rocketmq --fetch-only
+
+# pytest exits 5 when it collected no test: a run that tested nothing is a failure, said so plainly. The tests of
+# tests/rocketmq start a real RocketMQ (Java 17 and Maven needed); ROCKET_REBALANCE_SKIP_ROCKETMQ=1 skips them.
 test: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$status

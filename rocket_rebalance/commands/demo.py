@@ -3,7 +3,8 @@
 The live demo runs a real ``nameserver_stub`` and real consumer processes: three consumers and a producer, then a
 fourth consumer joins, one leaves gracefully and one is killed. After each step it prints who owns which queue,
 checks that every queue has exactly one owner and that every message was consumed, and exits 0 only if so.
-The static part needs no server: two brokers of eight queues, three consumers, a fourth joining.
+The static part needs no server: two brokers of eight queues, three consumers, a fourth joining. ``--rocketmq`` runs
+the live part on a real Apache RocketMQ NameServer and brokers instead, with a Java consumer in the group.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from rocket_rebalance.commands import CommandError
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import balance, movement, plan
 from rocket_rebalance.runtime.local_cluster import LocalCluster
+from rocket_rebalance.runtime.mixed_group import MixedGroup, wait_until
+from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
-__all__ = ["live_demo", "register", "sample_strategies", "show_allocations"]
+__all__ = ["live_demo", "register", "rocketmq_demo", "sample_strategies", "show_allocations"]
 
 TOPIC = "TopicTest"
 QUEUES = [MessageQueue(TOPIC, broker, queue_id) for broker in ("hz@broker-a", "sh@broker-b") for queue_id in range(8)]
@@ -64,6 +68,22 @@ def show_allocations() -> str:
     return "\n".join(lines)
 
 
+def _report(
+    title: str, waited: float, ownership: dict[str, set[str]], queues: int, consumed: int, missing: int, duplicates: int
+) -> bool:
+    """Print one settled step: who owns what, whether each queue has one owner, what was consumed."""
+    print(f"\n== {title} (settled {waited:.1f} s after the step)")
+    width = max((len(cid) for cid in ownership), default=4)
+    for cid, owned in sorted(ownership.items()):
+        print(f"  {cid:<{width}} owns {len(owned)}: {' '.join(sorted(owned))}")
+    owners = [q for owned in ownership.values() for q in owned]
+    print(
+        f"  every queue has exactly one owner: {len(owners) == len(set(owners)) == queues}; "
+        f"consumed {consumed} messages, missing {missing}, consumed twice {duplicates}"
+    )
+    return missing == 0
+
+
 def _print_step(cluster: LocalCluster, title: str) -> bool:
     """Wait for the group to settle, print who owns what, and say whether every message was consumed once."""
     try:
@@ -79,15 +99,8 @@ def _print_step(cluster: LocalCluster, title: str) -> bool:
         return False
     delivery = cluster.delivery()
     missing = delivery.missing(cluster.max_offsets())
-    print(f"\n== {title} (settled {waited:.1f} s after the step)")
-    for cid, queues in sorted(cluster.ownership().items()):
-        print(f"  {cid:<4} owns {len(queues)}: {' '.join(sorted(queues))}")
-    owners = [q for queues in cluster.ownership().values() for q in queues]
-    print(
-        f"  every queue has exactly one owner: {len(owners) == len(set(owners)) == len(cluster.queues)}; "
-        f"consumed {sum(delivery.counts.values())} messages, missing {missing}, consumed twice {delivery.duplicates}"
-    )
-    return missing == 0
+    total = sum(delivery.counts.values())
+    return _report(title, waited, cluster.ownership(), len(cluster.queues), total, missing, delivery.duplicates)
 
 
 def live_demo(work_dir: Path) -> bool:
@@ -113,13 +126,62 @@ def live_demo(work_dir: Path) -> bool:
     return ok
 
 
+def _mixed_step(group: MixedGroup, title: str) -> bool:
+    """As :func:`_print_step`, for a group on a real RocketMQ."""
+    try:
+        waited = wait_until(group.settled, 90, "the group settles on the plan")
+        wait_until(lambda: not group.missing(), 90, "every message consumed")
+    except AssertionError as error:
+        print(f"\n== {title}: did not settle ({error}): {group.describe()}")
+        return False
+    owned = {cid: {f"{b}:{q}" for b, q in queues} for cid, queues in group.ownership().items()}
+    counts = group.counts()
+    twice = sum(n - 1 for n in counts.values() if n > 1)
+    return _report(title, waited, owned, len(group.queues), sum(counts.values()), 0, twice)
+
+
+def rocketmq_demo(work_dir: Path) -> bool:
+    """The live demo on a real Apache RocketMQ: Python consumers and a Java one in one group."""
+    ok = True
+    with RocketMQCluster(work_dir / "cluster", ("broker-a", "broker-b")) as cluster:
+        cluster.create_topic(TOPIC, 4)
+        print(f"RocketMQ NameServer on {cluster.namesrv_address}, brokers {', '.join(cluster.broker_names)}")
+        group = MixedGroup(cluster, work_dir / "group", "GID_demo", TOPIC)
+        try:
+            group.python("py-1")
+            group.python("py-2")
+            group.java("java-1")
+            group.produce(40)
+            ok &= _mixed_step(group, "two Python consumers and a Java one, 320 messages produced")
+            group.python("py-3")
+            group.produce(20)
+            ok &= _mixed_step(group, "py-3 joined, 160 more messages")
+            print(f"\npy-1 left gracefully: {group.python_members['127.0.0.1@py-1'].stop()}")
+            group.produce(20)
+            ok &= _mixed_step(group, "py-1 left, 160 more messages")
+            group.java_members["127.0.0.1@java-1"].kill()
+            print("\njava-1 was killed (SIGKILL)")
+            group.produce(20)
+            ok &= _mixed_step(group, "java-1 killed, 160 more messages")
+        finally:
+            group.close()
+    return ok
+
+
 def _run(args: argparse.Namespace) -> int:
     print(show_allocations())
     if args.static:
         return 0
-    print("\n\n# Live: a stub and consumer processes on this machine\n")
     with tempfile.TemporaryDirectory(prefix="rocket-rebalance-demo-") as folder:
-        ok = live_demo(Path(folder))
+        if args.rocketmq:
+            print("\n\n# Live: a real Apache RocketMQ, Python and Java consumers on this machine\n")
+            try:
+                ok = rocketmq_demo(Path(folder))
+            except RocketMQUnavailable as error:
+                raise CommandError(f"demo --rocketmq: {error}") from None
+        else:
+            print("\n\n# Live: a stub and consumer processes on this machine\n")
+            ok = live_demo(Path(folder))
     print("\ndemo " + ("passed: every queue had one owner after each step and nothing was lost" if ok else "FAILED"))
     return 0 if ok else 1
 
@@ -127,4 +189,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("demo", help="a live group on this machine, and how each strategy splits a topic")
     parser.add_argument("--static", action="store_true", help="only the strategy overview (no processes)")
+    parser.add_argument(
+        "--rocketmq", action="store_true", help="the live part on a real Apache RocketMQ with a Java consumer"
+    )
     parser.set_defaults(handler=_run)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
 from rocket_rebalance.runtime.rocketmq import RocketMQCluster
-from tests.rocketmq.group import MixedGroup, new_topic, wait_until
 
 pytestmark = pytest.mark.rocketmq
 

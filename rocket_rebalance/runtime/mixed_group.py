@@ -1,5 +1,6 @@
 """One consumer group of Python (``rocket-rebalance consume``) and Java (``DefaultMQPushConsumer``) processes on a
-real cluster, and what the tests ask of it: who owns what, what each should own, what was consumed.
+real RocketMQ cluster, and what the tests and ``demo --rocketmq`` ask of it: who owns what, what each should own
+(the library's plan, and the broker's own Java allocation), what was consumed.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import itertools
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from rocket_rebalance.runtime.local_cluster import ConsumerProcess, start_consum
 from rocket_rebalance.runtime.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.strategies import create_strategy
+
+__all__ = ["MixedGroup", "assert_each_queue_once", "new_topic", "wait_until"]
 
 Queue = tuple[str, int]  # (broker name, queue ID)
 PYTHON_ARGS = (
@@ -195,7 +198,8 @@ class MixedGroup:
         self.transport.close()
 
 
-def assert_each_queue_once(group: MixedGroup, members: Sequence[str] | None = None) -> None:
+def assert_each_queue_once(group: MixedGroup) -> None:
+    """Every queue of the topic is owned by exactly one live member."""
     owned = group.ownership()
     union = Counter(q for queues in owned.values() for q in queues)
     assert set(union) == {(mq.broker_name, mq.queue_id) for mq in group.queues}, group.describe()
