@@ -15,6 +15,7 @@ producers use) are inflated; LZ4 and ZSTD would need libraries this package does
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 import zlib
@@ -122,6 +123,7 @@ def _split_host(host: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Addres
     return ipaddress.ip_address(address), int(port)
 
 
+@functools.lru_cache(maxsize=1024)  # a pull answer repeats its few hosts (one store host): formatting was 40 % of it
 def _format_host(address: bytes, port: int) -> str:
     if len(address) == 4:
         return f"{ipaddress.IPv4Address(address)}:{port}"

@@ -5,11 +5,13 @@ real RocketMQ cluster, and what the tests and ``demo --rocketmq`` ask of it: who
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +45,13 @@ def new_topic(cluster: RocketMQCluster, prefix: str, queue_nums: int = 8) -> str
     return topic
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "") -> float:
+def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "", poll: float = 0.2) -> float:
     """Seconds until ``condition()`` held; an AssertionError naming ``what`` otherwise."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         if condition():
             return time.monotonic() - start
-        time.sleep(0.2)
+        time.sleep(poll)
     raise AssertionError(f"not reached within {timeout} s: {what or getattr(condition, '__name__', 'condition')}")
 
 
@@ -161,6 +163,23 @@ class MixedGroup:
     def produce(self, per_queue: int) -> None:
         for mq in self.queues:
             self.transport.send(self.topic, mq.broker_name, [b"m"] * per_queue, mq.queue_id)
+
+    @contextlib.contextmanager
+    def traffic(self, interval: float) -> Iterator[None]:
+        """Steady traffic while the block runs: one message to every queue each ``interval`` seconds."""
+        stop = threading.Event()
+
+        def send() -> None:
+            while not stop.wait(interval):
+                self.produce(1)
+
+        producer = threading.Thread(target=send, name="rr-traffic", daemon=True)
+        producer.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            producer.join()
 
     def max_offsets(self) -> dict[Queue, int]:
         return {(mq.broker_name, mq.queue_id): self.transport.max_offset(mq) for mq in self.queues}

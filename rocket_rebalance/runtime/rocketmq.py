@@ -402,6 +402,25 @@ def _java_escape(text: str) -> str:
     return "".join(out)
 
 
+MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+
+
+def _client_jvm(lib: Path, home: Path, *properties: str) -> list[str]:
+    """A small, quick-starting JVM for a RocketMQ client (a Java consumer, mqadmin), its files kept in ``home``."""
+    return [
+        "java",
+        "-Xms64m",
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",  # C1 only: these JVMs live seconds to minutes, start-up dominates
+        f"-Duser.home={home}",
+        f"-Drocketmq.client.logRoot={home}",
+        *properties,
+        "-cp",
+        f"{lib}/*",
+    ]
+
+
 class JavaPeer:
     """A Java ``DefaultMQPushConsumer`` (Peer.java) in its own JVM, followed through its stdout lines."""
 
@@ -433,20 +452,8 @@ class JavaPeer:
         args += ["--strategy", strategy, "--work-ms", str(work_ms), "--consume-from", consume_from]
         if orderly:
             args.append("--orderly")
-        command = [
-            "java",
-            "-Xms64m",
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            f"-Duser.home={home}",
-            f"-Drocketmq.client.logRoot={home}",
-            f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}",
-            "-cp",
-            f"{lib}/*",
-            str(JAVA_DIR / "Peer.java"),
-            *args,
-        ]
+        command = _client_jvm(lib, home, f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}")
+        command += [str(JAVA_DIR / "Peer.java"), *args]
         safe = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in instance)
         self._stderr = (run_dir / f"java-{safe}.err").open("ab")
         self.process = subprocess.Popen(
@@ -507,20 +514,7 @@ class JavaPeer:
 def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0) -> str:
     """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line."""
     home.mkdir(parents=True, exist_ok=True)
-    command = [
-        "java",
-        "-Xms64m",
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
-        f"-Duser.home={home}",
-        f"-Drocketmq.home.dir={home}",
-        f"-Drocketmq.client.logRoot={home}",
-        "-cp",
-        f"{lib}/*",
-        "org.apache.rocketmq.tools.command.MQAdminStartup",
-        *args,
-    ]
+    command = [*_client_jvm(lib, home, f"-Drocketmq.home.dir={home}"), MQADMIN_MAIN, *args]
     done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
     if done.returncode != 0:
         lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]

@@ -3,7 +3,6 @@ under the broker's locks, and our fenced handover between Python consumers."""
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -70,63 +69,43 @@ def overlaps(deliveries: list[dict[str, object]]) -> list[tuple[dict[str, object
 
 def test_orderly_java_and_python_never_work_one_queue_at_once(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
     group = MixedGroup(rocketmq, tmp_path, "GID_orderly", new_topic(rocketmq, "Orderly", 4))
-    stop = threading.Event()
-
-    def traffic() -> None:
-        while not stop.wait(0.2):
-            group.produce(1)
-
-    producer = threading.Thread(target=traffic, daemon=True)
     try:
         group.python("py-1", "--orderly", "--work-ms", "5")
         group.java("java-1", orderly=True, work_ms=5)
-        producer.start()
-        wait_until(group.settled, 60, "two orderly members settle")
-        group.python("py-2", "--orderly", "--work-ms", "5")
-        group.java("java-2", orderly=True, work_ms=5)
-        wait_until(group.settled, 60, "four orderly members settle")
-        assert group.python_members["127.0.0.1@py-1"].stop() is not None
-        assert group.java_members["127.0.0.1@java-1"].stop()
-        wait_until(group.settled, 60, "two orderly members settle again")
-        stop.set()
-        producer.join()
+        with group.traffic(0.2):
+            wait_until(group.settled, 60, "two orderly members settle")
+            group.python("py-2", "--orderly", "--work-ms", "5")
+            group.java("java-2", orderly=True, work_ms=5)
+            wait_until(group.settled, 60, "four orderly members settle")
+            assert group.python_members["127.0.0.1@py-1"].stop() is not None
+            assert group.java_members["127.0.0.1@java-1"].stop()
+            wait_until(group.settled, 60, "two orderly members settle again")
         wait_until(lambda: not group.missing(), 60, "every message consumed")
         deliveries = group.deliveries()
         assert {d["client"] for d in deliveries} >= {"127.0.0.1@py-2", "127.0.0.1@java-2"}
         assert overlaps(deliveries) == []
     finally:
-        stop.set()
         group.close()
 
 
 def test_fenced_handover_redelivers_nothing_on_graceful_moves(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
     """Python consumers under steady traffic, with work in flight: joins and graceful leaves re-deliver nothing
-    (Java's handover would re-deliver what was in flight)."""
+    (Java's handover re-delivers what was in flight: with ``--no-fence`` this test fails)."""
     group = MixedGroup(rocketmq, tmp_path, "GID_fence", new_topic(rocketmq, "Fence", 4))
-    stop = threading.Event()
-
-    def traffic() -> None:
-        while not stop.wait(0.1):
-            group.produce(1)
-
-    producer = threading.Thread(target=traffic, daemon=True)
     try:
         for name in ("py-1", "py-2", "py-3"):
             group.python(name, "--work-ms", "20")
-        producer.start()
-        wait_until(group.settled, 60, "three members settle")
-        group.python("py-4", "--work-ms", "20")
-        wait_until(group.settled, 60, "a join settles")
-        assert group.python_members["127.0.0.1@py-2"].stop() is not None
-        wait_until(group.settled, 60, "a leave settles")
-        assert group.python_members["127.0.0.1@py-1"].stop() is not None
-        wait_until(group.settled, 60, "another leave settles")
-        stop.set()
-        producer.join()
+        with group.traffic(0.1):
+            wait_until(group.settled, 60, "three members settle")
+            group.python("py-4", "--work-ms", "20")
+            wait_until(group.settled, 60, "a join settles")
+            assert group.python_members["127.0.0.1@py-2"].stop() is not None
+            wait_until(group.settled, 60, "a leave settles")
+            assert group.python_members["127.0.0.1@py-1"].stop() is not None
+            wait_until(group.settled, 60, "another leave settles")
         wait_until(lambda: not group.missing(), 60, "every message consumed")
         twice = {key: count for key, count in group.counts().items() if count > 1}
         assert twice == {}
         assert len({d["client"] for d in group.deliveries()}) == 4
     finally:
-        stop.set()
         group.close()

@@ -1,0 +1,230 @@
+"""Side by side with Java on a real RocketMQ: how fast a group settles and what it re-delivers, and the codec.
+
+Run: ``.venv/bin/python benchmarks/rocketmq.py [--cycles 5]`` (needs Java 17 and Maven; the jars are fetched once).
+
+Part 1, rebalancing. One real NameServer and two brokers (16 queues), steady traffic (one message per queue every
+0.2 s) and 5 ms of work per message. Three groups of four consumers run the same events in turn: all Java
+(``DefaultMQPushConsumer``), all ours, and mixed (two and two). Per cycle: a fifth consumer joins, leaves
+gracefully, another joins and is killed (SIGKILL); in the mixed group the newcomer alternates between kinds.
+Both kinds rebalance every 2 s besides the broker's notifications (Java:
+``rocketmq.client.rebalance.waitInterval=2000``; ours: ``--rebalance-interval 2``). Printed per group and kind
+of event:
+
+* settle p50 / p99: seconds from the event (the newcomer appearing in the brokers' member lists, the SIGTERM
+  sent, the SIGKILL done) until every live consumer reports exactly its share of the plan over the live members;
+* re-delivered per event: messages consumed a second time in the event's window (from the consumers' records).
+
+Part 2, the codec: a pull answer of 32 stored messages (64-byte bodies) decoded per second by the remoting codec
+against the same messages as the stub's protobuf answer; and one response frame decoded (JSON header) against a
+protobuf response.
+
+The baseline of part 1 is the all-Java group of the same run; of part 2, the protobuf path. Compare ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocket_rebalance._proto.v1 import broker_pb2
+from rocket_rebalance.remoting import FrameDecoder, RemotingCommand, ResponseCode, encode, message
+from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
+from rocket_rebalance.runtime.rocketmq import RocketMQCluster
+
+WORK_MS = 5
+
+
+@dataclass
+class Tally:
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    redelivered: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, kind: str, seconds: float, redelivered: int) -> None:
+        self.seconds.setdefault(kind, []).append(seconds)
+        self.redelivered.setdefault(kind, []).append(redelivered)
+
+
+def _duplicates(group: MixedGroup) -> int:
+    return sum(count - 1 for count in group.counts().values() if count > 1)
+
+
+def _settle(group: MixedGroup, began: float) -> float:
+    wait_until(group.members_known, 90, "member lists", poll=0.05)
+    wait_until(group.settled, 90, "the group settles", poll=0.05)
+    return time.monotonic() - began
+
+
+def _start(group: MixedGroup, kind: str, name: str) -> str:
+    if kind == "java":
+        return group.java(name, work_ms=WORK_MS).client_id
+    return group.python(name, "--work-ms", str(WORK_MS)).client_id
+
+
+def _stop(group: MixedGroup, client_id: str, kill: bool) -> None:
+    member = group.java_members.get(client_id) or group.python_members[client_id]
+    if kill:
+        member.kill()
+    else:
+        member.stop()
+
+
+def _joined(group: MixedGroup, client_id: str) -> float:
+    """When the brokers first list the newcomer: the join as the group sees it (a JVM's own start-up excluded)."""
+    broker = group.cluster.broker_names[0]
+    wait_until(lambda: client_id in _members(group, broker), 90, f"{client_id} registered")
+    return time.monotonic()
+
+
+def _members(group: MixedGroup, broker: str) -> list[str]:
+    try:
+        return group.transport.consumer_list(broker, group.group)
+    except OSError:
+        return []
+
+
+def run_group(cluster: RocketMQCluster, work_dir: Path, label: str, kinds: list[str], cycles: int) -> Tally:
+    group = MixedGroup(cluster, work_dir / label, f"GID_bench_{label}", new_topic(cluster, f"Bench{label}"))
+    tally = Tally()
+    try:
+        for index, kind in enumerate(kinds):
+            _start(group, kind, f"{label}-{index}")
+        with group.traffic(0.2):
+            _events(group, kinds, cycles, tally)
+        wait_until(lambda: not group.missing(), 120, "every message consumed")
+    finally:
+        group.close()
+    return tally
+
+
+def _events(group: MixedGroup, kinds: list[str], cycles: int, tally: Tally) -> None:
+    _settle(group, time.monotonic())
+    label = group.group.removeprefix("GID_bench_")
+    for cycle in range(cycles):
+        kind = kinds[cycle % len(kinds)]
+        for event in ("join", "leave", "join+kill"):
+            before = _duplicates(group)
+            if event == "join":
+                joiner = _start(group, kind, f"{label}-j{cycle}")
+                began = _joined(group, joiner)
+            elif event == "leave":
+                began = time.monotonic()
+                _stop(group, joiner, kill=False)
+            else:
+                victim = _start(group, kind, f"{label}-k{cycle}")
+                _settle(group, _joined(group, victim))
+                time.sleep(1.0)  # let it take work in flight before it dies
+                began = time.monotonic()
+                _stop(group, victim, kill=True)
+            seconds = _settle(group, began)
+            time.sleep(2.0)  # let re-deliveries of this event arrive before counting them
+            tally.add("kill" if event == "join+kill" else event, seconds, _duplicates(group) - before)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def rebalancing(cycles: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-rocketmq-") as folder:
+        with RocketMQCluster(Path(folder) / "cluster", ("broker-a", "broker-b")) as cluster:
+            groups = {
+                "java": ["java"] * 4,
+                "python": ["python"] * 4,
+                "mixed": ["java", "python", "python", "java"],
+            }
+            results = {label: run_group(cluster, Path(folder), label, kinds, cycles) for label, kinds in groups.items()}
+    print(f"\nrebalancing on a real RocketMQ 5.3.3: 4 consumers, 16 queues, {cycles} cycles, {WORK_MS} ms work")
+    print(f"{'group':<8} {'event':<6} {'settle p50':>10} {'p99':>7} {'vs Java p50':>11} {'re-delivered/event':>19}")
+    for label, tally in results.items():
+        for event, seconds in tally.seconds.items():
+            java_p50 = statistics.median(results["java"].seconds[event])
+            p50 = statistics.median(seconds)
+            again = tally.redelivered[event]
+            print(
+                f"{label:<8} {event:<6} {p50:>9.2f}s {_pct(seconds, 0.99):>6.2f}s {p50 / java_p50:>10.2f}x "
+                f"{sum(again) / len(again):>19.1f}"
+            )
+
+
+def _per_second(work: object, seconds: float = 1.0) -> float:
+    assert callable(work)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        work()
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+def codec() -> None:
+    stored = [
+        message.StoredMessage(
+            topic="TopicTest",
+            queue_id=3,
+            queue_offset=1000 + i,
+            commit_log_offset=4096 * i,
+            body=bytes(64),
+            properties={"UNIQ_KEY": f"{i:032X}", "TAGS": "t", "WAIT": "true"},
+            born_timestamp=1_700_000_000_000,
+            store_timestamp=1_700_000_000_001,
+        )
+        for i in range(32)
+    ]
+    pull_body = b"".join(message.encode_stored_message(m) for m in stored)
+    proto = broker_pb2.PullMessageResponse(
+        messages=[
+            broker_pb2.MessageExt(
+                topic=m.topic,
+                broker_name="broker-a",
+                queue_id=m.queue_id,
+                queue_offset=m.queue_offset,
+                msg_id=m.msg_id,
+                body=m.body,
+                tags="t",
+                properties=dict(m.properties),
+                born_timestamp_ms=m.born_timestamp,
+                store_timestamp_ms=m.store_timestamp,
+            )
+            for m in stored
+        ],
+        next_begin_offset=1032,
+    ).SerializeToString()
+    frame = encode(
+        RemotingCommand(ResponseCode.SUCCESS, opaque=7, flag=1, ext={"offset": "12", "queueId": "0"}, body=b"")
+    )
+    small_proto = broker_pb2.GetMaxOffsetResponse(offset=12).SerializeToString()
+    rows = [
+        (
+            "32 stored messages (pull answer)",
+            _per_second(lambda: message.decode_messages(pull_body)),
+            _per_second(lambda: broker_pb2.PullMessageResponse.FromString(proto)),
+        ),
+        (
+            "one response frame",
+            _per_second(lambda: FrameDecoder().feed(frame)),
+            _per_second(lambda: broker_pb2.GetMaxOffsetResponse.FromString(small_proto)),
+        ),
+    ]
+    print("\ncodec: decodes per second, remoting (ours, pure Python) vs the stub's protobuf (C++ upb)")
+    print(f"{'what':<34} {'remoting/s':>12} {'protobuf/s':>12} {'ratio':>7}")
+    for what, ours, theirs in rows:
+        print(f"{what:<34} {ours:>12,.0f} {theirs:>12,.0f} {ours / theirs:>7.3f}")
+    print(f"({len(pull_body)} bytes of stored messages, {len(proto)} bytes of protobuf)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=5)
+    parser.add_argument("--codec-only", action="store_true")
+    args = parser.parse_args()
+    codec()
+    if not args.codec_only:
+        rebalancing(args.cycles)
+
+
+if __name__ == "__main__":
+    main()
