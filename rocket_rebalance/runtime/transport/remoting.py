@@ -226,11 +226,16 @@ class RemotingTransport:
         raise last
 
     def _addresses(self, broker: str) -> dict[int, str]:
+        """The broker's addresses from the routes learnt so far, else from the name server's cluster info."""
         with self._addrs_lock:
             addrs = self._broker_addrs.get(broker)
         if not addrs:
-            raise TransportError(f"broker {broker} is in no route learnt from {self.address} yet", "NOT_FOUND")
-        return addrs
+            self.brokers()  # learns every broker's addresses
+            with self._addrs_lock:
+                addrs = self._broker_addrs.get(broker)
+        if not addrs:
+            raise TransportError(f"no broker named {broker} in the cluster at {self.address}", "NOT_FOUND")
+        return dict(addrs)
 
     def _master(self, broker: str) -> str:
         addrs = self._addresses(broker)

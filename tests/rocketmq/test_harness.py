@@ -1,0 +1,121 @@
+"""The harness itself, and what the runtime does on a real broker beyond membership: running info for mqadmin,
+and a failed message sent back to the retry topic as Java does."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from rocket_rebalance.core import ConsumeFromWhere
+from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.mixed_group import new_topic, wait_until
+from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable, ensure_jars, mqadmin
+from rocket_rebalance.runtime.transport import Message
+
+
+def test_without_java_the_harness_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java, no mvn
+    monkeypatch.setenv("ROCKET_REBALANCE_ROCKETMQ_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(RocketMQUnavailable) as raised:
+        ensure_jars()
+    assert str(raised.value).startswith("java not found on PATH") and "\n" not in str(raised.value)
+
+
+def test_without_maven_the_harness_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    java = Path(tmp_path / "java")
+    java.write_text("#!/bin/sh\nexit 0\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("ROCKET_REBALANCE_ROCKETMQ_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(RocketMQUnavailable) as raised:
+        ensure_jars()
+    assert str(raised.value).startswith("mvn not found on PATH")
+
+
+@pytest.mark.rocketmq
+def test_mqadmin_consumer_status_shows_a_python_consumers_queues(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    topic = new_topic(rocketmq, "Status", 2)
+    consumer = PushConsumer(
+        rocketmq.namesrv_address, "GID_status", topics=[topic], listener=lambda batch: None, client_id="127.0.0.1@st"
+    )
+    consumer.start()
+    try:
+        wait_until(lambda: len(consumer.owned_queues().get(topic, ())) == 4, 30, "the consumer owns all 4 queues")
+        assert rocketmq.lib is not None
+        printed = mqadmin(
+            rocketmq.lib,
+            tmp_path / "mqadmin",
+            "consumerStatus",
+            "-n",
+            rocketmq.namesrv_address,
+            "-g",
+            "GID_status",
+            "-i",
+            "127.0.0.1@st",
+        )
+        detail = printed.partition("#Consumer MQ Detail#")[2].partition("#Consumer Pop Detail#")[0]
+        rows = {tuple(line.split()[:3]) for line in detail.splitlines() if line.startswith(topic)}
+        assert rows == {(topic, broker, str(q)) for broker in ("broker-a", "broker-b") for q in (0, 1)}, (rows, detail)
+        assert "CONSUME_PASSIVELY" in printed
+    finally:
+        assert consumer.shutdown()
+
+
+@pytest.mark.rocketmq
+def test_a_failed_message_goes_to_the_retry_topic_and_the_queue_moves_on(rocketmq: RocketMQCluster) -> None:
+    topic = new_topic(rocketmq, "SendBack", 1)
+    seen: list[Message] = []
+    lock = threading.Lock()
+
+    def listener(batch: list[Message]) -> None:
+        with lock:
+            seen.extend(batch)
+            first_time = sum(1 for m in seen if m.body == b"poison") == 1
+        if any(m.body == b"poison" for m in batch) and first_time:
+            raise RuntimeError("not this time")
+
+    transport = rocketmq.transport()
+    try:
+        transport.send(topic, "broker-a", [b"ok-1", b"poison", b"ok-2"], 0)
+        consumer = PushConsumer(
+            rocketmq.namesrv_address,
+            "GID_sendback",
+            topics=[topic],
+            listener=listener,
+            client_id="127.0.0.1@sb",
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            persist_interval=0.5,
+        )
+        consumer.start()
+        try:
+
+            def committed() -> bool:
+                rows = transport.consumer_progress("GID_sendback", topic)
+                return any(r.mq.broker_name == "broker-a" and r.mq.queue_id == 0 and r.diff == 0 for r in rows)
+
+            wait_until(committed, 30, "the original queue is committed past the failed message")
+            # The broker redelivers it after delay level 3 (10 s), from %RETRY%GID_sendback, as to a Java consumer.
+            wait_until(lambda: sum(1 for m in seen if m.body == b"poison") == 2, 40, "the retry arrives")
+            retried = [m for m in seen if m.body == b"poison"][-1]
+            assert retried.mq.topic == "%RETRY%GID_sendback" and retried.reconsume_times == 1
+            assert retried.properties.get("RETRY_TOPIC") == topic
+        finally:
+            assert consumer.shutdown()
+    finally:
+        transport.close()
+
+
+def test_the_cluster_command_refuses_bad_arguments_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rocket_rebalance.runtime.rocketmq", "--brokers", "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--brokers" in done.stderr
