@@ -138,7 +138,7 @@ def test_duplicate_client_ids_are_kept_and_named() -> None:
     assert any(issubclass(w.category, DuplicateClientIdWarning) and "b@2" in str(w.message) for w in caught)
 
 
-@pytest.mark.parametrize("name", ["", "a b", "topic!", "x" * 128])
+@pytest.mark.parametrize("name", ["", "a b", "topic!", "x" * 128, "TopicTest\n", "\nTopicTest", "Topic\x1b[2J"])
 def test_bad_topic_names(name: str) -> None:
     with pytest.raises(ValueError):
         check_topic_name(name)

@@ -73,3 +73,32 @@ def test_a_malformed_address_is_one_line_naming_both_forms(run_cli: RunCli, addr
     done = run_cli("allocate-mq", "-t", "TopicTest", "-i", "a", "-n", address, check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "is not HOST:PORT" in done.stderr and "grpc://HOST:PORT" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--count", "-5"],
+        ["--count", "5", "--batch", "0"],
+        ["--count", "5", "--batch", "-1"],
+        ["--count", "5", "--size", "-1"],
+    ],
+)
+def test_produce_refuses_counts_it_cannot_honour(stub: str, run_cli: RunCli, args: list[str]) -> None:
+    done = run_cli("produce", "-n", stub, "-t", "TopicTest", *args, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not done.stdout
+
+
+def test_produce_reports_what_the_broker_acknowledged(stub: str, run_cli: RunCli) -> None:
+    assert (
+        json.loads(run_cli("produce", "-n", stub, "-t", "TopicTest", "--count", "7", "--batch", "3").stdout)["sent"]
+        == 7
+    )
+
+
+def test_printed_server_text_cannot_drive_the_terminal() -> None:
+    from rocket_rebalance.commands.client import _printable
+
+    assert _printable("127.0.0.1@x\x1b[2J\x07\n") == "127.0.0.1@x\\x1b[2J\\x07\\n"
+    assert _printable("127.0.0.1@é-ü") == "127.0.0.1@é-ü"
