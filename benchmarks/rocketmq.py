@@ -12,6 +12,9 @@ of event:
 
 * settle p50 / p99: seconds from the event (the newcomer appearing in the brokers' member lists, the SIGTERM
   sent, the SIGKILL done) until every live consumer reports exactly its share of the plan over the live members;
+* consuming again p50 / p99: seconds from the event until every queue had a message consumed after it (the
+  new owners at work; with our fenced handover a killed consumer's queues wait for its broker locks to expire,
+  60 s on a 5.3.3 broker, where Java's concurrent consumers re-deliver instead);
 * re-delivered per event: messages consumed a second time in the event's window (from the consumers' records).
 
 Part 2, the codec: a pull answer of 32 stored messages (64-byte bodies) decoded per second by the remoting codec
@@ -41,11 +44,24 @@ WORK_MS = 5
 @dataclass
 class Tally:
     seconds: dict[str, list[float]] = field(default_factory=dict)
+    resumed: dict[str, list[float]] = field(default_factory=dict)
     redelivered: dict[str, list[int]] = field(default_factory=dict)
 
-    def add(self, kind: str, seconds: float, redelivered: int) -> None:
+    def add(self, kind: str, seconds: float, resumed: float, redelivered: int) -> None:
         self.seconds.setdefault(kind, []).append(seconds)
+        self.resumed.setdefault(kind, []).append(resumed)
         self.redelivered.setdefault(kind, []).append(redelivered)
+
+
+def _resumed(group: MixedGroup, began_wall: float) -> float:
+    """Seconds from the event until every queue had a message consumed again (its new owner at work)."""
+
+    def every_queue_consumed() -> bool:
+        after = {(d["broker"], d["queue"]) for d in group.deliveries() if float(d["t0"]) >= began_wall}
+        return len(after) == len(group.queues)
+
+    wait_until(every_queue_consumed, 120, "every queue consumed again", poll=0.1)
+    return time.time() - began_wall
 
 
 def _duplicates(group: MixedGroup) -> int:
@@ -110,18 +126,20 @@ def _events(group: MixedGroup, kinds: list[str], cycles: int, tally: Tally) -> N
             if event == "join":
                 joiner = _start(group, kind, f"{label}-j{cycle}")
                 began = _joined(group, joiner)
+                began_wall = time.time() - (time.monotonic() - began)
             elif event == "leave":
-                began = time.monotonic()
+                began, began_wall = time.monotonic(), time.time()
                 _stop(group, joiner, kill=False)
             else:
                 victim = _start(group, kind, f"{label}-k{cycle}")
                 _settle(group, _joined(group, victim))
-                time.sleep(1.0)  # let it take work in flight before it dies
-                began = time.monotonic()
+                _resumed(group, time.time())  # the victim is at work on its queues before it dies
+                began, began_wall = time.monotonic(), time.time()
                 _stop(group, victim, kill=True)
             seconds = _settle(group, began)
+            resumed = _resumed(group, began_wall)
             time.sleep(2.0)  # let re-deliveries of this event arrive before counting them
-            tally.add("kill" if event == "join+kill" else event, seconds, _duplicates(group) - before)
+            tally.add("kill" if event == "join+kill" else event, seconds, resumed, _duplicates(group) - before)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -139,14 +157,19 @@ def rebalancing(cycles: int) -> None:
             }
             results = {label: run_group(cluster, Path(folder), label, kinds, cycles) for label, kinds in groups.items()}
     print(f"\nrebalancing on a real RocketMQ 5.3.3: 4 consumers, 16 queues, {cycles} cycles, {WORK_MS} ms work")
-    print(f"{'group':<8} {'event':<6} {'settle p50':>10} {'p99':>7} {'vs Java p50':>11} {'re-delivered/event':>19}")
+    print(
+        f"{'group':<8} {'event':<6} {'settle p50':>10} {'p99':>7} {'vs Java':>8} "
+        f"{'consuming again p50':>19} {'p99':>7} {'vs Java':>8} {'re-delivered/event':>19}"
+    )
     for label, tally in results.items():
+        java = results["java"]
         for event, seconds in tally.seconds.items():
-            java_p50 = statistics.median(results["java"].seconds[event])
-            p50 = statistics.median(seconds)
+            p50, resumed = statistics.median(seconds), statistics.median(tally.resumed[event])
             again = tally.redelivered[event]
             print(
-                f"{label:<8} {event:<6} {p50:>9.2f}s {_pct(seconds, 0.99):>6.2f}s {p50 / java_p50:>10.2f}x "
+                f"{label:<8} {event:<6} {p50:>9.2f}s {_pct(seconds, 0.99):>6.2f}s "
+                f"{p50 / statistics.median(java.seconds[event]):>7.2f}x {resumed:>18.2f}s "
+                f"{_pct(tally.resumed[event], 0.99):>6.2f}s {resumed / statistics.median(java.resumed[event]):>7.2f}x "
                 f"{sum(again) / len(again):>19.1f}"
             )
 
