@@ -360,3 +360,23 @@ def test_heartbeats_carry_the_retry_topic_and_java_enum_names(serve: Callable[[H
         assert sorted(s["topic"] for s in consumer["subscriptionDataSet"]) == ["%RETRY%G", "TopicT"]
     finally:
         transport.close()
+
+
+@pytest.mark.parametrize("ext", [{}, {"offset": "12x"}, {"offset": "99999999999999999999"}])
+def test_a_malformed_number_in_an_answer_is_one_error(
+    serve: Callable[[Handler], ScriptedServer], ext: dict[str, str]
+) -> None:
+    server = serve(
+        broker_like(
+            lambda c: response_to(c, ResponseCode.SUCCESS, ext=ext) if c.code == RequestCode.GET_MAX_OFFSET else None
+        )
+    )
+    transport = connected(server)
+    try:
+        with pytest.raises(TransportError) as raised:
+            transport.max_offset(MQ)
+        assert (
+            raised.value.code == "INTERNAL" and "GET_MAX_OFFSET" in str(raised.value) and "offset" in str(raised.value)
+        )
+    finally:
+        transport.close()

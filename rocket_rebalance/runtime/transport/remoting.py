@@ -719,13 +719,10 @@ class RemotingTransport:
 
 def _int_field(answer: RemotingCommand, field: str, name: str, address: str) -> int:
     """A numeric response-header field; a missing or malformed one is the server's fault, said in one line."""
-    value = answer.ext.get(field)
-    if value is None:
-        raise TransportError(f"{name} at {address}: the answer has no {field}", "INTERNAL")
     try:
-        return int(value)
-    except ValueError:
-        raise TransportError(f"{name} at {address}: {field}={value!r} is not an integer", "INTERNAL") from None
+        return headers.int_field(answer, field, f"the answer to {name} from {address}")
+    except ProtocolError as error:
+        raise TransportError(str(error), "INTERNAL") from None
 
 
 def _message(mq: MessageQueue, stored: message.StoredMessage) -> Message:
