@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.core import ConsumeFromWhere
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.mixed_group import new_topic, wait_until
 from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable, ensure_jars, mqadmin
@@ -62,6 +63,48 @@ def test_mqadmin_consumer_status_shows_a_python_consumers_queues(rocketmq: Rocke
         assert "CONSUME_PASSIVELY" in printed
     finally:
         assert consumer.shutdown()
+
+
+@pytest.mark.rocketmq
+def test_mqadmin_pushes_a_message_to_a_python_consumer_directly(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    """``mqadmin queryMsgById -g -d``: the broker relays CONSUME_MESSAGE_DIRECTLY, our listener answers it."""
+    topic = new_topic(rocketmq, "Direct", 1)
+    seen: list[Message] = []
+    transport = rocketmq.transport()
+    consumer = PushConsumer(
+        rocketmq.namesrv_address,
+        "GID_direct",
+        topics=[topic],
+        listener=seen.extend,
+        client_id="127.0.0.1@direct",
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    consumer.start()
+    try:
+        transport.send(topic, "broker-b", [b"push me"], 0)
+        assert transport.min_offset(MessageQueue(topic, "broker-b", 0)) == 0
+        wait_until(lambda: len(seen) == 1, 30, "consumed once the usual way")
+        assert rocketmq.lib is not None
+        printed = mqadmin(
+            rocketmq.lib,
+            tmp_path / "mqadmin",
+            "queryMsgById",
+            "-n",
+            rocketmq.namesrv_address,
+            "-t",
+            topic,
+            "-i",
+            seen[0].msg_id,
+            "-g",
+            "GID_direct",
+            "-d",
+            "127.0.0.1@direct",
+        )
+        assert "CR_SUCCESS" in printed, printed[-500:]
+        assert [m.body for m in seen] == [b"push me", b"push me"]
+    finally:
+        assert consumer.shutdown()
+        transport.close()
 
 
 @pytest.mark.rocketmq

@@ -249,6 +249,10 @@ class GrpcTransport:
         request = broker_pb2.GetMaxOffsetRequest(broker_name=mq.broker_name, topic=mq.topic, queue_id=mq.queue_id)
         return int(self._call("GetMaxOffset", self._broker.GetMaxOffset, request).offset)
 
+    def min_offset(self, mq: MessageQueue) -> int:
+        request = broker_pb2.GetMinOffsetRequest(broker_name=mq.broker_name, topic=mq.topic, queue_id=mq.queue_id)
+        return int(self._call("GetMinOffset", self._broker.GetMinOffset, request).offset)
+
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         request = broker_pb2.SearchOffsetByTimestampRequest(
             broker_name=mq.broker_name, topic=mq.topic, queue_id=mq.queue_id, timestamp_ms=timestamp_ms

@@ -529,6 +529,13 @@ class RemotingTransport:
         )
         return _int_field(answer, "offset", "GET_MAX_OFFSET", address)
 
+    def min_offset(self, mq: MessageQueue) -> int:
+        address = self._master(mq.broker_name)
+        answer = self._ok(
+            address, f"GET_MIN_OFFSET {mq}", request(RequestCode.GET_MIN_OFFSET, headers.get_min_offset(mq))
+        )
+        return _int_field(answer, "offset", "GET_MIN_OFFSET", address)
+
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         address = self._master(mq.broker_name)
         ext = headers.search_offset_by_timestamp(mq, timestamp_ms)
