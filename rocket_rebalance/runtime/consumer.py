@@ -16,6 +16,7 @@ from pathlib import Path
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
 from rocket_rebalance.model import MessageQueue, build_client_id, check_group_name, check_topic_name
 from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.health import ErrorHook
 from rocket_rebalance.runtime.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -46,8 +47,10 @@ def default_client_id(unit_name: str | None = None) -> str:
 class PushConsumer:
     """One member of a consumer group. ``namesrv_addr`` picks the wire: a RocketMQ name-server list
     (``host:port;host:port``) speaks RocketMQ's remoting protocol, ``grpc://host:port`` talks to
-    ``nameserver_stub``. Intervals (``rebalance_interval``, ``persist_interval`` ...) and other
-    :class:`RebalanceConfig` fields may be passed as keyword arguments; defaults are the Java client's."""
+    ``nameserver_stub``. ``on_error(kind, error)`` hears of every failure the consumer retries (``healthy`` and
+    ``describe()`` say what is failing now; the log says it at WARNING, at most every 30 s per kind). Intervals
+    (``rebalance_interval``, ``persist_interval`` ...) and other :class:`RebalanceConfig` fields may be passed as
+    keyword arguments; defaults are the Java client's."""
 
     def __init__(
         self,
@@ -68,6 +71,7 @@ class PushConsumer:
         transport: Transport | None = None,
         offset_store: OffsetStore | None = None,
         settings: EngineSettings | None = None,
+        on_error: ErrorHook | None = None,
         **config: float,
     ) -> None:
         check_group_name(consumer_group)
@@ -100,6 +104,7 @@ class PushConsumer:
         self._queue_listener = queue_listener
         self._offset_store = offset_store
         self._settings = settings
+        self._on_error = on_error
         self._engine: Engine | None = None
 
     def subscribe(self, topic: str) -> None:
@@ -121,6 +126,7 @@ class PushConsumer:
             self._listener,
             self._queue_listener,
             self._settings,
+            self._on_error,
         )
         self._engine.start()
 
@@ -140,6 +146,12 @@ class PushConsumer:
     def describe(self) -> dict[str, object]:
         """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis."""
         return {"started": False} if self._engine is None else self._engine.describe()
+
+    @property
+    def healthy(self) -> bool:
+        """False while something keeps failing (a route, a heartbeat, pulls, offset writes ...): see
+        ``describe()["problems"]``; each failure also reaches ``on_error(kind, error)`` and the log."""
+        return self._engine is not None and self._engine.health.healthy
 
     @property
     def consumed(self) -> int:

@@ -65,8 +65,9 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.runtime.health import ErrorHook, Health
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
@@ -132,6 +133,7 @@ class Engine:
         listener: MessageListener | None = None,
         queue_listener: QueueListener | None = None,
         settings: EngineSettings | None = None,
+        on_error: ErrorHook | None = None,
     ) -> None:
         self.config = config
         self.core = RebalanceCore(config, topics)
@@ -140,6 +142,7 @@ class Engine:
         self.listener = listener
         self.queue_listener = queue_listener
         self.settings = settings or EngineSettings()
+        self.health = Health(on_error)
         self._inbox: queue.Queue[Event | Callable[[], None] | None] = queue.Queue()
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
@@ -218,6 +221,8 @@ class Engine:
                 queues={str(mq): str(self.core.state_of(mq)) for mq in self.core.held_queues()},
                 inbox=self._inbox.qsize(),
                 timers=len(self._timers),
+                healthy=self.health.healthy,
+                problems=self.health.report(),
             )
 
         if not self._on_service_thread(snapshot):
@@ -397,8 +402,12 @@ class Engine:
         try:
             route = self.transport.route(topic)
         except TransportError as error:
-            log.debug("route of %s: %s", topic, error)
+            if error.code == "NOT_FOUND" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                log.debug("route of %s: %s (the broker creates it at our first heartbeat)", topic, error)
+            else:
+                self.health.failed(f"route of {topic}", error)
             return None
+        self.health.ok(f"route of {topic}")
         with self._brokers_lock:
             new = [broker for broker in route.brokers() if broker not in self._known_brokers]
             self._known_brokers.update(new)
@@ -428,8 +437,9 @@ class Engine:
         try:
             ids = self.transport.consumer_list(route.queue_datas[0].broker_name, self.config.consumer_group)
         except TransportError as error:
-            log.debug("consumer list of %s: %s", topic, error)
+            self.health.failed(f"member list for {topic}", error)
             return ConsumerListFetched(topic, None)
+        self.health.ok(f"member list for {topic}")
         return ConsumerListFetched(topic, tuple(ids))
 
     def _heartbeat(self, topics: tuple[str, ...], brokers: Sequence[str] | None = None) -> None:
@@ -444,21 +454,27 @@ class Engine:
             try:
                 self.transport.heartbeat(broker, self.config.client_id, registration)
             except TransportError as error:
-                log.debug("heartbeat to %s: %s", broker, error)
+                self.health.failed(f"heartbeat to {broker}", error)
+            else:
+                self.health.ok(f"heartbeat to {broker}")
 
     def _lock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
         try:
             granted = self.transport.lock(broker, self.config.consumer_group, self.config.client_id, queues)
         except TransportError as error:
-            log.debug("lock at %s: %s", broker, error)
+            self.health.failed(f"lock at {broker}", error)
             granted = set()
+        else:
+            self.health.ok(f"lock at {broker}")
         return LockResult(frozenset(queues), frozenset(granted))
 
     def _unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
         try:
             self.transport.unlock(broker, self.config.consumer_group, self.config.client_id, queues)
         except TransportError as error:
-            log.debug("unlock at %s: %s", broker, error)
+            self.health.failed(f"unlock at {broker}", error)
+        else:
+            self.health.ok(f"unlock at {broker}")
         return QueuesUnlocked(frozenset(queues))
 
     def _lookup(
@@ -471,8 +487,9 @@ class Engine:
         try:
             offset = read()
         except (TransportError, OffsetStoreError) as error:
-            log.debug("offset of %s: %s", mq, error)
+            self.health.failed(f"offset look-up at {mq.broker_name}", error)
             return OffsetLookupFailed(mq, request)
+        self.health.ok(f"offset look-up at {mq.broker_name}")
         if offset is None and answer is OffsetRead:
             return OffsetRead(mq, None, request)
         if offset is None:
@@ -483,11 +500,15 @@ class Engine:
         try:
             stored = self.offset_store.persist(offsets)
         except OffsetStoreError as error:
-            log.debug("persist: %s", error)
+            self.health.failed("persist offsets", error, logging.ERROR)  # consumed work is not saved meanwhile
             return OffsetsPersistFailed(offsets)
         missing = {mq: offset for mq, offset in offsets.items() if mq not in stored}
         if missing:
+            failed = OffsetStoreError(f"{len(missing)} queues not stored: {', '.join(sorted(map(str, missing))[:3])}")
+            self.health.failed("persist offsets", failed, logging.ERROR)
             self.post(OffsetsPersistFailed(missing))
+        else:
+            self.health.ok("persist offsets")
         return OffsetsPersisted(stored)
 
     # ------------------------------------------------------------------ pulling and consuming
@@ -504,9 +525,10 @@ class Engine:
 
         def done(result: PullResult | TransportError) -> None:
             if isinstance(result, TransportError):
-                log.debug("pull %s: %s", mq, result)
+                self.health.failed(f"pull from {mq.broker_name}", result)
                 self.post(lambda: self._pull_failed(mq, generation))
             else:
+                self.health.ok(f"pull from {mq.broker_name}")
                 self.post(
                     lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
                 )
@@ -606,7 +628,9 @@ class Engine:
             except TransportError as error:
                 if error.code == "UNIMPLEMENTED":
                     self._send_back = False
-                log.debug("send back of %s offset %d: %s", message.mq, message.queue_offset, error)
+                    log.info("%s", error)
+                else:
+                    self.health.failed("send back to the retry topic", error)
                 return False
         return True
 
@@ -645,9 +669,11 @@ class Engine:
         while not self._closing.is_set():
             try:
                 stream = self.transport.connect(broker, self.config.client_id)
-            except TransportError:
+            except TransportError as error:
+                self.health.failed(f"connection to {broker}", error)
                 stream = None
             if stream is not None:
+                self.health.ok(f"connection to {broker}")
                 self._open_streams[broker] = stream
                 if self._closing.is_set():  # shutdown began while connecting
                     stream.cancel()
@@ -660,7 +686,8 @@ class Engine:
                         if group == self.config.consumer_group:
                             self.post(ConsumerIdsChanged())
                 except TransportError as error:
-                    log.debug("notification stream of %s: %s", broker, error)
+                    if not self._closing.is_set():
+                        self.health.failed(f"connection to {broker}", error)
                 if not self._closing.is_set():
                     self.post(partial(self._connection_lost, broker))
             if self._closing.wait(backoff):

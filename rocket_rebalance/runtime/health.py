@@ -1,0 +1,95 @@
+"""What a consumer is failing at right now, said loudly enough and not too often.
+
+A consumer retries everything (routes, heartbeats, pulls, offset writes), so one failure is no reason to stop;
+but a failure that lasts is something a person must act on (a wrong address, a wrong token, an unwritable offset
+file). Each kind of failure ("route of TopicTest", "pull from broker-a", "persist offsets") is logged at WARNING
+(ERROR where data is at stake) the first time and then at most once per ``quiet_interval`` with a count, so a
+flood of retries cannot flood the log; the next success of that kind clears it and says so. The application reads
+the same state: :attr:`Health.healthy`, :meth:`Health.report` (in ``describe()`` and the SIGUSR1 dump), and an
+``on_error(kind, error)`` hook called on every failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["ErrorHook", "Health"]
+
+log = logging.getLogger("rocket_rebalance.runtime")
+
+ErrorHook = Callable[[str, Exception], None]
+
+
+@dataclass
+class _Problem:
+    message: str
+    count: int
+    since: float
+    last: float
+    logged_at: float
+    unlogged: int = 0
+
+
+class Health:
+    """Failures by kind; thread-safe (every I/O thread reports here)."""
+
+    def __init__(
+        self,
+        on_error: ErrorHook | None = None,
+        quiet_interval: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._on_error = on_error
+        self._quiet = quiet_interval
+        self._clock = clock
+        self._problems: dict[str, _Problem] = {}
+        self._lock = threading.Lock()
+
+    def failed(self, kind: str, error: Exception, level: int = logging.WARNING) -> None:
+        """Record a failure of ``kind``; log it unless the same kind was logged less than ``quiet_interval`` ago."""
+        now = self._clock()
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        with self._lock:
+            problem = self._problems.get(kind)
+            if problem is None:
+                problem = self._problems[kind] = _Problem(message, 0, now, now, now - self._quiet)
+            problem.count += 1
+            problem.message, problem.last = message, now
+            say = now - problem.logged_at >= self._quiet
+            if say:
+                repeated, problem.unlogged, problem.logged_at = problem.unlogged, 0, now
+            else:
+                problem.unlogged += 1
+        if say:
+            more = f" ({repeated} more failures since the last report)" if repeated else ""
+            log.log(level, "%s failing: %s%s", kind, message, more)
+        if self._on_error is not None:
+            try:
+                self._on_error(kind, error)
+            except Exception:  # the application's hook must not break the consumer
+                log.exception("the on_error hook failed")
+
+    def ok(self, kind: str) -> None:
+        """``kind`` works again: forget its failures (and say so if they were reported)."""
+        with self._lock:
+            problem = self._problems.pop(kind, None)
+        if problem is not None:
+            log.warning("%s works again after %d failures", kind, problem.count)
+
+    @property
+    def healthy(self) -> bool:
+        with self._lock:
+            return not self._problems
+
+    def report(self) -> dict[str, str]:
+        """Each failing kind: its last error, how often, for how long (for ``describe()``)."""
+        now = self._clock()
+        with self._lock:
+            return {
+                kind: f"{p.message} ({p.count} failures over {now - p.since:.0f} s)"
+                for kind, p in sorted(self._problems.items())
+            }

@@ -1,0 +1,149 @@
+"""Failures a user must act on are said (WARNING/ERROR, rate-limited), readable (``healthy``, ``describe()``,
+``on_error``), and cleared when the thing works again. Before, all of these were logged at DEBUG only: a consumer
+pointed at nothing printed "started" and ran on with nothing on stderr."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rocket_rebalance.core import MessageModel
+from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.health import Health
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
+from tests.runtime.conftest import start_stub
+from tests.stub.conftest import StartStub
+
+__all__ = ["start_stub"]
+
+
+def closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        return int(probe.getsockname()[1])
+
+
+def test_repeated_failures_are_logged_once_per_interval_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    heard: list[tuple[str, str]] = []
+    health = Health(lambda kind, error: heard.append((kind, str(error))), quiet_interval=30, clock=lambda: now[0])
+    caplog.set_level(logging.WARNING, "rocket_rebalance.runtime")
+    for _ in range(100):
+        health.failed("route of T", OSError("cannot connect"))
+        now[0] += 0.1
+    assert [r.getMessage() for r in caplog.records] == ["route of T failing: cannot connect"]
+    now[0] = 31
+    health.failed("route of T", OSError("cannot connect"))
+    assert (
+        caplog.records[-1].getMessage() == "route of T failing: cannot connect (99 more failures since the last report)"
+    )
+    assert len(heard) == 101 and not health.healthy
+    assert health.report() == {"route of T": "cannot connect (101 failures over 31 s)"}
+    health.ok("route of T")
+    assert health.healthy and caplog.records[-1].getMessage() == "route of T works again after 101 failures"
+
+
+def test_a_failing_hook_does_not_break_the_consumer(caplog: pytest.LogCaptureFixture) -> None:
+    def hook(kind: str, error: Exception) -> None:
+        raise RuntimeError("application bug")
+
+    health = Health(hook)
+    health.failed("pull from broker-a", OSError("x"))
+    assert not health.healthy and any("on_error hook failed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("scheme", ["", GRPC_SCHEME])
+def test_a_consumer_pointed_at_nothing_says_so(scheme: str, caplog: pytest.LogCaptureFixture) -> None:
+    heard: list[str] = []
+    caplog.set_level(logging.WARNING, "rocket_rebalance.runtime")
+    consumer = PushConsumer(
+        f"{scheme}127.0.0.1:{closed_port()}",
+        "GID_nothing",
+        topics=["TopicTest"],
+        listener=lambda batch: None,
+        on_error=lambda kind, error: heard.append(kind),
+        rebalance_interval=0.5,
+        route_refresh_interval=0.5,
+    )
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not heard:
+            time.sleep(0.05)
+        assert "route of TopicTest" in heard
+        assert not consumer.healthy
+        assert "route of TopicTest" in consumer.describe()["problems"]  # type: ignore[operator]
+        assert any(
+            r.levelno == logging.WARNING and "route of TopicTest failing" in r.getMessage() for r in caplog.records
+        )
+    finally:
+        consumer.shutdown(timeout=2)
+
+
+def test_offsets_that_cannot_be_saved_are_an_error_and_unhealthy(
+    start_stub: StartStub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "offsets"
+    address = GRPC_SCHEME + start_stub().address
+    caplog.set_level(logging.WARNING, "rocket_rebalance.runtime")
+    seen: list[Message] = []
+    consumer = PushConsumer(
+        address,
+        "GID_unsaved",
+        topics=["TopicTest"],
+        listener=seen.extend,
+        message_model=MessageModel.BROADCASTING,
+        offset_file=folder / "offsets.json",
+        persist_interval=0.2,
+    )
+    from rocket_rebalance.runtime.transport.grpc import GrpcTransport
+
+    producer = GrpcTransport(address)
+    consumer.start()
+    folder.write_text("a file where the offset folder was")  # every write fails from now on
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not any(r.levelno == logging.ERROR for r in caplog.records):
+            producer.send("TopicTest", "broker-a", [b"m"], 0)
+            time.sleep(0.2)
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert errors and errors[0].startswith("persist offsets failing: cannot write")
+        assert not consumer.healthy
+    finally:
+        producer.close()
+        consumer.shutdown(timeout=2)
+
+
+def test_the_consume_command_says_on_stderr_that_nothing_answers() -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rocket_rebalance",
+            "consume",
+            "-n",
+            f"127.0.0.1:{closed_port()}",
+            "-g",
+            "GID_x",
+            "-t",
+            "TopicTest",
+            "--route-interval",
+            "0.5",
+            "--rebalance-interval",
+            "0.5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(4)
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert "WARNING" in stderr and "route of TopicTest failing" in stderr and "cannot connect" in stderr, stderr
