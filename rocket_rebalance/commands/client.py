@@ -117,6 +117,7 @@ def _run_consume(args: argparse.Namespace) -> int:
         client_id=client_id,
         token=args.token,
         offset_file=args.offsets,
+        reset_offsets=args.reset_offsets,
         **intervals,
     )
     stop = threading.Event()
@@ -264,6 +265,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--consume-from", choices=("last", "first", "timestamp"), default="last")
     consume.add_argument("--client-id", help="client ID (default ip@pid#nanotime)")
     consume.add_argument("--offsets", type=Path, help="broadcasting: the local offset file")
+    consume.add_argument(
+        "--reset-offsets", action="store_true", help="broadcasting: start without the local offsets (consume-from)"
+    )
     consume.add_argument("--record", type=Path, help="append one JSON line per consumed message to this file")
     consume.add_argument("--work-ms", type=float, default=0.0, help="simulated processing time per message")
     consume.add_argument("--report-interval", type=float, default=5.0, help="seconds between consumed-count lines")

@@ -68,6 +68,7 @@ class PushConsumer:
         client_id: str | None = None,
         token: str | None = None,
         offset_file: Path | None = None,
+        reset_offsets: bool = False,
         transport: Transport | None = None,
         offset_store: OffsetStore | None = None,
         settings: EngineSettings | None = None,
@@ -97,7 +98,8 @@ class PushConsumer:
         self.transport = transport or open_transport(namesrv_addr, token=token)
         if offset_store is None:
             if message_model is MessageModel.BROADCASTING:
-                offset_store = LocalFileOffsetStore(offset_file or default_offset_path(self.client_id, consumer_group))
+                path = offset_file or default_offset_path(self.client_id, consumer_group)
+                offset_store = LocalFileOffsetStore(path, reset=reset_offsets)
             else:
                 offset_store = RemoteOffsetStore(self.transport, consumer_group, self.client_id)
         self._listener = listener
@@ -106,6 +108,7 @@ class PushConsumer:
         self._settings = settings
         self._on_error = on_error
         self._engine: Engine | None = None
+        self._shutdown: bool | None = None
 
     def subscribe(self, topic: str) -> None:
         """Consume ``topic`` too (before ``start``)."""
@@ -137,7 +140,9 @@ class PushConsumer:
         """
         if self._engine is None:
             return True
-        return self._engine.shutdown(timeout)
+        if self._shutdown is None:  # a second call is a no-op that gives the first one's answer
+            self._shutdown = self._engine.shutdown(timeout)
+        return self._shutdown
 
     def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
         """The queues this consumer owns now, per topic (the retry topic included)."""

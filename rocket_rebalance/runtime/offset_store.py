@@ -8,6 +8,7 @@ that is now stored at least that far. Neither ever moves an offset backwards on 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -18,6 +19,9 @@ from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.transport import Transport, TransportError
 
 __all__ = ["LocalFileOffsetStore", "OffsetStore", "OffsetStoreError", "RemoteOffsetStore", "default_offset_path"]
+
+
+log = logging.getLogger("rocket_rebalance.runtime")
 
 
 class OffsetStoreError(OSError):
@@ -69,31 +73,67 @@ def default_offset_path(client_id: str, consumer_group: str) -> Path:
     return Path.home() / ".rocket_rebalance" / "offsets" / safe_client / consumer_group / "offsets.json"
 
 
+JAVA_LONG_MAX = 2**63 - 1
+
+
+def _parse_offsets(text: str) -> dict[MessageQueue, int]:
+    """The offsets of an offsets file, validated entry by entry: one entry per queue, each offset an integer in
+    0 .. 2**63-1 (Java's long). A ``ValueError`` names the first entry that is wrong and why."""
+    document = json.loads(text)
+    if not isinstance(document, dict) or not isinstance(document.get("offsets"), list):
+        raise ValueError('not an object with an "offsets" list')
+    offsets: dict[MessageQueue, int] = {}
+    for index, item in enumerate(document["offsets"]):
+        if not isinstance(item, dict):
+            raise ValueError(f"entry {index} is not an object")
+        mq = MessageQueue.from_dict(item)
+        offset = item.get("offset")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= JAVA_LONG_MAX:
+            raise ValueError(f"entry {index} ({mq}): offset {offset!r} is not an integer from 0 to 2**63-1")
+        if mq in offsets:
+            raise ValueError(f"entry {index}: {mq} appears twice (offsets {offsets[mq]} and {offset})")
+        offsets[mq] = offset
+    return offsets
+
+
 class LocalFileOffsetStore:
     """Offsets in a JSON file, for broadcasting consumers (each keeps its own progress).
 
     A write goes to a temporary file, is fsynced, and replaces the file by rename, after the previous file was
     kept as ``.bak``; a read falls back to ``.bak`` when the file is missing or damaged, so a crash at any point
     leaves a readable file. Offsets only move forward.
+
+    A file that exists but cannot be used (and no usable ``.bak``) is an :class:`OffsetStoreError` naming the
+    entry that is wrong: starting without offsets would jump to consume-from-where and skip or repeat messages, so
+    that happens only when asked for with ``reset=True`` (Java's local store throws here too).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, reset: bool = False) -> None:
         self.path = path
         self._backup = path.with_name(path.name + ".bak")
         self._lock = threading.Lock()
-        self._offsets: dict[MessageQueue, int] = self._load()
+        self._offsets: dict[MessageQueue, int] = {} if reset else self._load()
 
     def _load(self) -> dict[MessageQueue, int]:
+        problems: list[str] = []
         for candidate in (self.path, self._backup):
             try:
-                document = json.loads(candidate.read_text(encoding="utf-8"))
-                return {MessageQueue.from_dict(item): int(item["offset"]) for item in document["offsets"]}
+                offsets = _parse_offsets(candidate.read_text(encoding="utf-8"))
             except FileNotFoundError:
                 continue
             except OSError as error:  # not a missing file but an unusable place: starting empty would lose offsets
                 raise OffsetStoreError(f"cannot read {candidate}: {error}") from None
-            except (ValueError, KeyError, TypeError):
-                continue  # damaged: a crash mid-write cannot do this (rename is atomic), a person editing can
+            except (ValueError, TypeError) as error:  # not from a crash (rename is atomic); from a person, say
+                problems.append(f"{candidate}: {error}")
+                continue
+            if problems:
+                log.warning("offsets file %s; using %s", problems[0], candidate)
+            return offsets
+        if problems:
+            raise OffsetStoreError(
+                f"unusable offsets file {'; and '.join(problems)}: refusing to start without offsets "
+                f"(reset them on purpose to start from consume-from-where)"
+            )
         return {}
 
     def read(self, mq: MessageQueue) -> int | None:

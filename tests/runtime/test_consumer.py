@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -150,3 +151,14 @@ def test_start_needs_a_topic() -> None:
     consumer = PushConsumer("127.0.0.1:1", "GID_none")
     with pytest.raises(ValueError, match="subscribe to at least one topic"):
         consumer.start()
+
+
+def test_a_second_shutdown_is_a_quiet_no_op(start_stub: StartStub, caplog: pytest.LogCaptureFixture) -> None:
+    consumer = PushConsumer(
+        GRPC_SCHEME + start_stub().address, "GID_twice", topics=["TopicTest"], listener=lambda b: None
+    )
+    consumer.start()
+    assert consumer.shutdown() is True
+    caplog.clear()
+    assert consumer.shutdown() is True
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -86,3 +86,79 @@ def test_remote_store_failure_is_a_store_error(start_stub: StartStub) -> None:
             RemoteOffsetStore(transport, "GID_store", "c1").read(MessageQueue("TopicTest", "broker-a", 0))
     finally:
         transport.close()
+
+
+def _write(path: Path, entries: list[dict[str, object]]) -> None:
+    path.write_text(json.dumps({"offsets": entries}))
+
+
+@pytest.mark.parametrize(
+    ("entries", "says"),
+    [
+        ([{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": 1e30}], "offset 1e+30 is not an integer"),
+        ([{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": -1}], "offset -1 is not an integer"),
+        ([{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": 2**63}], "is not an integer from 0"),
+        ([{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": True}], "offset True is not"),
+        ([{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": "5"}], "offset '5' is not"),
+        ([{"topic": "T", "brokerName": "broker-a", "offset": 5}], "missing field 'queueId'"),
+        (
+            [
+                {"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": 9},
+                {"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": 2},
+            ],
+            "appears twice (offsets 9 and 2)",
+        ),
+    ],
+)
+def test_a_file_with_a_bad_entry_is_refused_naming_it(
+    tmp_path: Path, entries: list[dict[str, object]], says: str
+) -> None:
+    path = tmp_path / "offsets.json"
+    _write(path, entries)
+    with pytest.raises(OffsetStoreError) as raised:
+        LocalFileOffsetStore(path)
+    assert says in str(raised.value) and "refusing to start" in str(raised.value)
+    assert LocalFileOffsetStore(path, reset=True).read(A0) is None  # only when asked for
+
+
+def test_both_files_unusable_is_refused_and_a_good_backup_is_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, backup = tmp_path / "offsets.json", tmp_path / "offsets.json.bak"
+    path.write_text("{ half")
+    backup.write_text("[]")
+    with pytest.raises(OffsetStoreError) as raised:
+        LocalFileOffsetStore(path)
+    assert str(path) in str(raised.value) and str(backup) in str(raised.value)
+    _write(backup, [{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": 4}])
+    assert LocalFileOffsetStore(path).read(A0) == 4
+    assert any(str(backup) in r.getMessage() for r in caplog.records)
+
+
+def test_the_consume_command_refuses_damaged_offsets_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "offsets.json"
+    path.write_text("not json")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rocket_rebalance",
+            "consume",
+            "-n",
+            "grpc://127.0.0.1:9",
+            "-g",
+            "GID_b",
+            "-t",
+            "T",
+            "--broadcast",
+            "--offsets",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "refusing to start" in done.stderr, done.stderr
