@@ -103,6 +103,11 @@ def split_listen(listen: str) -> tuple[str, int]:
         raise ConfigError(f"listen address {listen!r} is not host:port")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+        if ":" not in host:
+            raise ConfigError(f"listen address {listen!r}: brackets are for IPv6 addresses")
+    elif ":" in host or "[" in host or "]" in host:
+        # Unbracketed, "::1:0" would pass as host "::1" here while gRPC binds the IPv6 address "::1:0".
+        raise ConfigError(f"listen address {listen!r}: write an IPv6 address in brackets, e.g. [::1]:0")
     try:
         port = int(port_text)
     except ValueError:

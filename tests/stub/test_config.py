@@ -39,7 +39,7 @@ def test_bad_topic_specs(text: str, fragment: str) -> None:
 def test_listen_addresses() -> None:
     assert split_listen("127.0.0.1:0") == ("127.0.0.1", 0)
     assert split_listen("[::1]:9876") == ("::1", 9876)
-    for bad in ("127.0.0.1", ":80", "host:port", "127.0.0.1:70000"):
+    for bad in ("127.0.0.1", ":80", "host:port", "127.0.0.1:70000", "::1:0", "::1", "[127.0.0.1]:0", "[::1:0"):
         with pytest.raises(ConfigError):
             split_listen(bad)
     assert is_loopback("127.0.0.1") and is_loopback("127.1.2.3") and is_loopback("::1") and is_loopback("localhost")
