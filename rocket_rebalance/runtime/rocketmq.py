@@ -145,6 +145,17 @@ def _store_root(run_dir: Path) -> Path:
     return run_dir / "store"
 
 
+def _terminate(process: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM, so a JVM's shutdown hooks run; SIGKILL if it has not ended within ``timeout`` seconds."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class _JvmProcess:
     """One RocketMQ JVM with its config file, logs and a readiness line; restartable with the same config."""
 
@@ -211,15 +222,8 @@ class _JvmProcess:
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM (RocketMQ's shutdown hook runs), then SIGKILL if it does not end in time."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            _terminate(self.process, timeout)
         self.process = None
 
     def kill(self) -> None:
@@ -493,13 +497,7 @@ class JavaPeer:
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Graceful leave (SIGTERM: the shutdown hook persists offsets and unregisters); True when it said so."""
-        if self.alive:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _terminate(self.process, timeout)
         self._stderr.close()
         return self.stopped.wait(2)
 
