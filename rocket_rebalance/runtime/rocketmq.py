@@ -161,6 +161,7 @@ class _JvmProcess:
 
     main_class = ""
     ready_text = ""
+    logback = ""  # each kind its own: the first rmq.*.logback.xml on the class path (the broker's) wins otherwise
     heap = ("-Xms128m", "-Xmx256m")
 
     def __init__(self, lib: Path, run_dir: Path, name: str, config: dict[str, str]) -> None:
@@ -190,6 +191,7 @@ class _JvmProcess:
             "-XX:MaxDirectMemorySize=256m",
             f"-Duser.home={home}",
             f"-Drocketmq.home.dir={self.run_dir}",
+            f"-Drmq.logback.configurationFile={self.logback}",
             *_OPENS,
             "-cp",
             f"{self.lib}/*",
@@ -240,6 +242,7 @@ class _JvmProcess:
 class NameServerProcess(_JvmProcess):
     main_class = "org.apache.rocketmq.namesrv.NamesrvStartup"
     ready_text = "The Name Server boot success"
+    logback = "rmq.namesrv.logback.xml"
 
     def __init__(self, lib: Path, run_dir: Path) -> None:
         self.port = free_port()
@@ -264,6 +267,7 @@ class BrokerProcess(_JvmProcess):
 
     main_class = "org.apache.rocketmq.broker.BrokerStartup"
     ready_text = "boot success"
+    logback = "rmq.broker.logback.xml"
     heap = ("-Xms256m", "-Xmx512m")
 
     def __init__(self, lib: Path, run_dir: Path, broker_name: str, namesrv: str) -> None:
@@ -304,7 +308,10 @@ class BrokerProcess(_JvmProcess):
         return f"127.0.0.1:{self.port}"
 
     def remove_store(self) -> None:
+        """Delete the store, and its run's folder under /dev/shm once no broker's store is left in it."""
         shutil.rmtree(self.store, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.store.parent.rmdir()
 
 
 class RocketMQCluster:
@@ -409,7 +416,7 @@ def _java_escape(text: str) -> str:
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
 
 
-def _client_jvm(lib: Path, home: Path, *properties: str) -> list[str]:
+def _client_jvm(lib: Path, home: Path, logback: str, *properties: str) -> list[str]:
     """A small, quick-starting JVM for a RocketMQ client (a Java consumer, mqadmin), its files kept in ``home``."""
     return [
         "java",
@@ -418,7 +425,8 @@ def _client_jvm(lib: Path, home: Path, *properties: str) -> list[str]:
         "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1",  # C1 only: these JVMs live seconds to minutes, start-up dominates
         f"-Duser.home={home}",
-        f"-Drocketmq.client.logRoot={home}",
+        f"-Drocketmq.log.root={home}",
+        f"-Drmq.logback.configurationFile={logback}",  # else the broker's, which also chatters on stdout
         *properties,
         "-cp",
         f"{lib}/*",
@@ -456,7 +464,8 @@ class JavaPeer:
         args += ["--strategy", strategy, "--work-ms", str(work_ms), "--consume-from", consume_from]
         if orderly:
             args.append("--orderly")
-        command = _client_jvm(lib, home, f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}")
+        wait = f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}"
+        command = _client_jvm(lib, home, "rmq.client.logback.xml", wait)
         command += [str(JAVA_DIR / "Peer.java"), *args]
         safe = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in instance)
         self._stderr = (run_dir / f"java-{safe}.err").open("ab")
@@ -512,11 +521,13 @@ class JavaPeer:
 def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0) -> str:
     """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line."""
     home.mkdir(parents=True, exist_ok=True)
-    command = [*_client_jvm(lib, home, f"-Drocketmq.home.dir={home}"), MQADMIN_MAIN, *args]
+    command = [*_client_jvm(lib, home, "rmq.tools.logback.xml", f"-Drocketmq.home.dir={home}"), MQADMIN_MAIN, *args]
     done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
-    if done.returncode != 0:
-        lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-        raise RuntimeError(f"mqadmin {args[0]} failed: {lines[-1] if lines else done.returncode}")
+    output = done.stdout + done.stderr
+    # mqadmin exits 0 on most failures, printing a stack trace or "The sub command X not exist" instead.
+    if done.returncode != 0 or "SubCommandException" in output or "sub command" in output and "not exist" in output:
+        lines = [line for line in output.splitlines() if line.strip() and not line.startswith("\tat ")]
+        raise RuntimeError(f"mqadmin {args[0]} failed: {lines[0] if lines else done.returncode}")
     return done.stdout
 
 

@@ -151,6 +151,15 @@ def test_a_failed_message_goes_to_the_retry_topic_and_the_queue_moves_on(rocketm
         transport.close()
 
 
+@pytest.mark.rocketmq
+def test_mqadmin_failures_that_exit_zero_are_still_failures(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    assert rocketmq.lib is not None
+    with pytest.raises(RuntimeError, match="mqadmin noSuchCommand failed"):
+        mqadmin(rocketmq.lib, tmp_path / "m", "noSuchCommand", "-n", rocketmq.namesrv_address)
+    with pytest.raises(RuntimeError, match="mqadmin allocateMQ failed"):
+        mqadmin(rocketmq.lib, tmp_path / "m", "allocateMQ", "-n", "127.0.0.1:1", "-t", "T", "-i", "a")
+
+
 def test_the_cluster_command_refuses_bad_arguments_in_one_line() -> None:
     import subprocess
     import sys
