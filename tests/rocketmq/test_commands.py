@@ -97,7 +97,7 @@ def test_produce_consume_progress_and_connection(rocketmq: RocketMQCluster, tmp_
             rows = json.loads(cli("consumer-progress", "-n", address, "-g", "GID_cli", "-t", topic, "--json").stdout)
             return len(rows) == 8 and all(r["diff"] == 0 and r["lastOwner"] == "127.0.0.1@cli" for r in rows)
 
-        wait_until(progressed, 30, "consumer-progress shows every queue consumed, by its owner")
+        wait_until(progressed, 60, "consumer-progress shows every queue consumed, by its owner")
         rows = json.loads(cli("consumer-connection", "-n", address, "-g", "GID_cli", "--json").stdout)
         assert {(r["clientId"], r["brokerName"], r["language"]) for r in rows} == {
             ("127.0.0.1@cli", "broker-a", "PYTHON"),

@@ -14,10 +14,25 @@ from rocket_rebalance.runtime.rocketmq import RocketMQCluster
 pytestmark = pytest.mark.rocketmq
 
 
-def caught_up(group: MixedGroup) -> bool:
-    """Every queue's committed offset (the broker's view) has reached its max offset."""
-    rows = group.transport.consumer_progress(group.group, group.topic)
-    return len(rows) == len(group.queues) and all(row.diff == 0 for row in rows)
+def behind(group: MixedGroup) -> dict[tuple[str, int], tuple[int | None, int]]:
+    """Queues whose stored offset (the broker's, QUERY_CONSUMER_OFFSET) is short of the queue's max offset."""
+    ends = group.max_offsets()
+    lagging: dict[tuple[str, int], tuple[int | None, int]] = {}
+    for broker in group.cluster.broker_names:
+        queues = [mq for mq in group.queues if mq.broker_name == broker]
+        for mq, stored in group.transport.query_offsets(broker, group.group, queues).items():
+            end = ends[(mq.broker_name, mq.queue_id)]
+            if stored is None or stored < end:
+                lagging[(mq.broker_name, mq.queue_id)] = (stored, end)
+    return lagging
+
+
+def wait_committed(group: MixedGroup, who: str) -> None:
+    """Until every queue's stored offset reached its max offset; a failure names the queues still behind."""
+    try:
+        wait_until(lambda: not behind(group), 60, f"{who} committed everything")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; (stored, max) of the queues behind: {behind(group)}") from None
 
 
 def offsets_by(group: MixedGroup, client: str) -> set[tuple[str, int, int]]:
@@ -30,13 +45,13 @@ def test_committed_offsets_carry_over_between_java_and_python(rocketmq: RocketMQ
         group.produce(6)
         python = group.python("py-a")
         wait_until(lambda: not group.missing(), 60, "py-a consumed everything")
-        wait_until(lambda: caught_up(group), 30, "py-a committed everything")
+        wait_committed(group, "py-a")
         assert python.stop() is not None
 
         group.produce(4)
         java = group.java("java-b")
         wait_until(lambda: not group.missing(), 60, "java-b consumed the rest")
-        wait_until(lambda: caught_up(group), 30, "java-b committed everything")
+        wait_committed(group, "java-b")
         taken_over = offsets_by(group, java.client_id)
         assert taken_over == {(b, q, o) for (b, q), end in group.max_offsets().items() for o in range(6, end)}
         assert java.stop()
