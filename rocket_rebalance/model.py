@@ -22,8 +22,6 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "JAVA_INT_MAX",
-    "PERM_INHERIT",
-    "PERM_PRIORITY",
     "PERM_READ",
     "PERM_WRITE",
     "RETRY_GROUP_TOPIC_PREFIX",
@@ -296,10 +294,8 @@ def queues_of(items: Sequence[Mapping[str, Any]]) -> list[MessageQueue]:
     return [MessageQueue.from_dict(item) for item in items]
 
 
-PERM_PRIORITY = 8
 PERM_READ = 4
 PERM_WRITE = 2
-PERM_INHERIT = 1
 """RocketMQ's ``PermName`` bits of a topic on a broker: consumers take the read queues of brokers with PERM_READ."""
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
