@@ -1,8 +1,9 @@
 """``nameserver-stub`` / ``python -m nameserver_stub``: run the stub until SIGTERM or SIGINT.
 
 The first line on stdout is the bound ``host:port`` (flushed at once), so a parent process that started the
-stub on port 0 reads one line to learn where it is. Logs go to stderr. Exit status: 0 after a clean stop,
-2 for a configuration the stub refuses.
+stub on port 0 reads one line to learn where it is. Logs go to stderr, at most one line of a kind per
+``--log-repeat-interval`` (:mod:`nameserver_stub.logs`). Exit status: 0 after a clean stop, 2 for a
+configuration the stub refuses (one line on stderr, nothing served).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from nameserver_stub.config import ConfigError, StubConfig, parse_topic_spec
+from nameserver_stub.config import MAX_STREAMS_PER_CLIENT, ConfigError, StubConfig, parse_topic_spec
+from nameserver_stub.logs import RepeatFilter
 from nameserver_stub.server import StubServer
 
 TOKEN_ENV = "NAMESERVER_STUB_TOKEN"
@@ -65,7 +67,23 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"shared token required on every call as 'authorization: Bearer TOKEN' (or ${TOKEN_ENV})",
     )
     add("--max-workers", type=int, default=1024, help="gRPC worker threads (each open stream holds one)")
+    add("--max-streams", type=int, help="open notification streams allowed (default: half of --max-workers)")
+    add(
+        "--max-streams-per-client",
+        type=int,
+        default=MAX_STREAMS_PER_CLIENT,
+        help="open streams one client ID may have at one broker (default %(default)s)",
+    )
+    add("--max-parked-pulls", type=int, help="long polls waiting at once (default: a quarter of --max-workers)")
+    add("--max-db-bytes", type=int, metavar="BYTES", help="cap on the database size; writes beyond it: disk full")
     add("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add(
+        "--log-repeat-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="log a line of the same kind at most once per interval, counting the rest (default %(default)s)",
+    )
     return parser
 
 
@@ -86,6 +104,11 @@ def config_from_args(args: argparse.Namespace) -> StubConfig:
         tls_key=args.tls_key,
         token=args.token,
         max_workers=args.max_workers,
+        max_streams=args.max_streams,
+        max_streams_per_client=args.max_streams_per_client,
+        max_parked_pulls=args.max_parked_pulls,
+        max_db_bytes=args.max_db_bytes,
+        log_repeat_interval=args.log_repeat_interval,
     )
 
 
@@ -94,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     try:
-        server = StubServer(config_from_args(args)).start()
+        config = config_from_args(args)
+        config.check()  # before the filter below is built from it
+        repeats = RepeatFilter(config.log_repeat_interval)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(repeats)
+        server = StubServer(config).start()
     except ConfigError as error:
         print(f"nameserver-stub: error: {error}", file=sys.stderr)
         return 2
@@ -111,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
     finally:
         server.stop()
+        repeats.flush(logging.getLogger("nameserver_stub"))
     return 0
 
 

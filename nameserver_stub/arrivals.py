@@ -2,6 +2,9 @@
 
 Each queue has a version that a send bumps. A puller reads the version *before* looking for messages and then
 waits for it to change, so a message stored between the look and the wait is never missed.
+
+A parked pull holds a gRPC worker thread while it waits, so at most ``limit`` may wait at once; the next one is
+refused with RESOURCE_EXHAUSTED (a client retries a failed pull after a pause), never left to starve plain calls.
 """
 
 from __future__ import annotations
@@ -9,13 +12,16 @@ from __future__ import annotations
 import threading
 import time
 
+from nameserver_stub.errors import ResourceExhausted
+
 QueueId = tuple[str, str, int]  # (broker, topic, queue_id)
 
 
 class ArrivalBoard:
     """Per-queue arrival versions with a shared condition; thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
         self._cond = threading.Condition()
         self._versions: dict[QueueId, int] = {}
         self._closed = False
@@ -38,9 +44,17 @@ class ArrivalBoard:
             self._cond.notify_all()
 
     def wait(self, queue: QueueId, seen: int, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for ``queue`` to move past version ``seen``; False on timeout/close."""
+        """Wait up to ``timeout`` seconds for ``queue`` to move past version ``seen``; False on timeout/close.
+
+        Raises :class:`ResourceExhausted` when ``limit`` pulls are waiting already.
+        """
         deadline = time.monotonic() + timeout
         with self._cond:
+            if self._waiting >= self._limit:
+                raise ResourceExhausted(
+                    f"too many long polls: {self._waiting} pulls are already waiting for messages, the stub's limit "
+                    "(max_parked_pulls, --max-parked-pulls), as each holds a worker thread; retry the pull later"
+                )
             self._waiting += 1
             try:
                 while not self._closed and self._versions.get(queue, 0) == seen:

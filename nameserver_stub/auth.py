@@ -7,10 +7,13 @@ UNAUTHENTICATED whatever the method, even an unknown one, so a caller without th
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import grpc
+
+log = logging.getLogger("nameserver_stub")
 
 METADATA_KEY = "authorization"
 
@@ -21,6 +24,7 @@ def bearer(token: str) -> tuple[tuple[str, str]]:
 
 
 def _deny(request: Any, context: Any) -> Any:
+    log.warning("refused a call from %s: missing or wrong token", context.peer())
     context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong token (metadata 'authorization: Bearer ...')")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from nameserver_stub.clock import Clock
 from nameserver_stub.connections import CloseReason, Connection
+from nameserver_stub.errors import ResourceExhausted
 from nameserver_stub.faults import FaultTable
 from nameserver_stub.locks import LockTable
 from nameserver_stub.registry import ConsumerRegistry, GroupMembership
@@ -31,9 +32,18 @@ class BrokerState:
 
     # -- connections ----------------------------------------------------------------------------------------
 
-    def connect(self, client_id: str) -> Connection:
+    def connect(self, client_id: str, limit: int) -> Connection:
+        """Open a stream for the client, unless it already has ``limit`` here (each one holds a worker thread)."""
+        streams = self._connections.setdefault(client_id, [])
+        if len(streams) >= limit:
+            raise ResourceExhausted(
+                f"client {client_id!r} already has {len(streams)} open streams at broker {self.name!r}, the most "
+                f"one client may open at one broker (max_streams_per_client, --max-streams-per-client)"
+            )
         connection = Connection(self.name, client_id)
-        self._connections.setdefault(client_id, []).append(connection)
+        streams.append(connection)
+        if len(streams) > 1:
+            self.notify(self._groups_of(client_id))  # the ID is listed once more: its groups see a new member
         return connection
 
     def disconnect(self, connection: Connection) -> None:
@@ -46,6 +56,8 @@ class BrokerState:
         if not streams:
             del self._connections[connection.client_id]
             self.leave(connection.client_id, None)
+        else:
+            self.notify(self._groups_of(connection.client_id))  # one of the processes sharing the ID is gone
 
     def is_connected(self, client_id: str) -> bool:
         return client_id in self._connections
@@ -53,7 +65,19 @@ class BrokerState:
     def connection_count(self) -> int:
         return sum(len(streams) for streams in self._connections.values())
 
+    def streams_of(self, client_id: str) -> int:
+        return len(self._connections.get(client_id, ()))
+
     # -- membership -----------------------------------------------------------------------------------------
+
+    def client_ids(self, group: str) -> list[str]:
+        """The group's members in join order, each listed once per open stream (at least once), as a RocketMQ
+        broker lists a client ID once per connection: two processes sharing an ID show it twice, so each can
+        tell that its ID is not its own alone."""
+        return [cid for cid in self.registry.client_ids(group) for _ in range(max(1, self.streams_of(cid)))]
+
+    def _groups_of(self, client_id: str) -> list[str]:
+        return [group for group in self.registry.groups() if client_id in self.registry.client_ids(group)]
 
     def heartbeat(self, client_id: str, memberships: list[GroupMembership]) -> bool:
         """Record a heartbeat unless a fault drops it; returns whether it was recorded."""

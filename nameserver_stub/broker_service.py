@@ -45,6 +45,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     @unary
     def HeartBeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
+        validate.heartbeat_size(request)
         broker = validate.broker_name(request.broker_name)
         client = validate.client_id(request.client_id)
         self._cluster.heartbeat(broker, client, validate.memberships(request.consumer_datas))

@@ -98,7 +98,7 @@ class Cluster:
         self._store = store
         self._clock = clock
         self._lock = threading.RLock()
-        self._arrivals = ArrivalBoard()
+        self._arrivals = ArrivalBoard(config.parked_pull_limit)
         self._round_robin: dict[tuple[str, str], int] = {}
         self._topics: dict[str, dict[str, TopicQueues]] = store.load_topics()
         names = set(config.broker_names())
@@ -185,11 +185,11 @@ class Cluster:
 
     def consumer_ids(self, broker_name: str, group: str) -> list[str]:
         with self._lock:
-            return self._broker(broker_name).registry.client_ids(group)
+            return self._broker(broker_name).client_ids(group)
 
     def connect(self, broker_name: str, client_id: str) -> Connection:
         with self._lock:
-            return self._broker(broker_name).connect(client_id)
+            return self._broker(broker_name).connect(client_id, self._config.max_streams_per_client)
 
     def disconnect(self, connection: Connection) -> None:
         with self._lock:
@@ -388,11 +388,12 @@ class Cluster:
             if broker is not None:
                 self._broker(broker)
             now = self._clock.monotonic()
-            views = [
+            views = [  # one row per stream, so processes sharing a client ID show as the several they are
                 ConnectionView(name, member, state.is_connected(member.client_id), now - member.last_heartbeat)
                 for name, state in self._brokers.items()
                 if state.up and (broker is None or name == broker)
                 for member in state.registry.members(group)
+                for _ in range(max(1, state.streams_of(member.client_id)))
             ]
         if not views:
             raise NotFound(f"consumer group {group!r} is not online")

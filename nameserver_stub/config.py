@@ -7,12 +7,17 @@ turns arguments into one.
 from __future__ import annotations
 
 import ipaddress
+import math
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocket_rebalance.model import PERM_READ, PERM_WRITE, check_topic_name
 
 MAX_QUEUE_NUMS = 1024
+MAX_INTERVAL = 10 * 365 * 24 * 3600.0  # seconds; beyond it a timed wait overflows (OverflowError in a thread)
+MIN_DB_BYTES = 64 * 1024  # the empty schema takes a few pages; below this nothing fits
+MAX_STREAMS_PER_CLIENT = 8  # one per broker is the norm; a few more cover a reconnect whose old stream lingers
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 DEFAULT_BROKER = "broker-a"
 
@@ -58,6 +63,23 @@ class StubConfig:
     tls_key: Path | None = None
     token: str | None = None
     max_workers: int = 1024
+    # Each open notification stream and each parked long poll holds a worker thread for as long as it lasts, so
+    # both are bounded to leave a quarter of the workers for plain calls; None: half / a quarter of max_workers.
+    max_streams: int | None = None
+    max_streams_per_client: int = MAX_STREAMS_PER_CLIENT  # per client ID at one broker
+    max_parked_pulls: int | None = None
+    max_db_bytes: int | None = None  # cap on the database file: a runaway producer fills it, not the disk
+    log_repeat_interval: float = 5.0  # seconds: the same kind of log line at most once per interval (CLI only)
+
+    @property
+    def stream_limit(self) -> int:
+        """Open notification streams allowed in total."""
+        return self.max_workers // 2 if self.max_streams is None else self.max_streams
+
+    @property
+    def parked_pull_limit(self) -> int:
+        """Long polls allowed to wait at the same time."""
+        return self.max_workers // 4 if self.max_parked_pulls is None else self.max_parked_pulls
 
     def broker_names(self) -> tuple[str, ...]:
         """Every logical broker: those listed, those the topics name, or ``broker-a`` when there are none."""
@@ -68,23 +90,74 @@ class StubConfig:
 
     def check(self) -> None:
         """Raise :class:`ConfigError` for a configuration that cannot work."""
-        for name in ("client_expiry", "lock_expiry", "sweep_interval", "max_long_poll"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("client_expiry", "lock_expiry", "sweep_interval", "max_long_poll", "log_repeat_interval"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 < value <= MAX_INTERVAL):
+                raise ConfigError(f"{name} must be positive (seconds, finite, at most {MAX_INTERVAL:.0f}), got {value}")
         if self.max_workers < 4:
             raise ConfigError(f"max_workers must be at least 4, got {self.max_workers}")
+        for name, value in (
+            ("max_streams", self.stream_limit),
+            ("max_streams_per_client", self.max_streams_per_client),
+            ("max_parked_pulls", self.parked_pull_limit),
+        ):
+            if value < 1:
+                raise ConfigError(f"{name} must be at least 1, got {value}")
+        if self.stream_limit + self.parked_pull_limit > self.max_workers * 3 // 4:
+            raise ConfigError(
+                f"max_streams ({self.stream_limit}) + max_parked_pulls ({self.parked_pull_limit}) must leave a "
+                f"quarter of the {self.max_workers} worker threads (max_workers) for plain calls: at most "
+                f"{self.max_workers * 3 // 4} together"
+            )
+        if self.max_db_bytes is not None and self.max_db_bytes < MIN_DB_BYTES:
+            raise ConfigError(f"max_db_bytes must be at least {MIN_DB_BYTES}, got {self.max_db_bytes}")
         for broker in self.broker_names():
             check_broker_name(broker)
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("TLS needs both a certificate (--tls-cert) and a key (--tls-key)")
-        if self.token is not None and not self.token:
-            raise ConfigError("the token is empty")
+        if self.token is not None:
+            check_token(self.token)
+        if self.tls_cert is not None and self.tls_key is not None:
+            check_tls_files(self.tls_cert, self.tls_key)
         host, _ = split_listen(self.listen)
         if not self.allow_remote and not is_loopback(host):
             raise ConfigError(
                 f"refusing to listen on {host!r}, which is not a loopback address; pass --allow-remote "
                 "(allow_remote=True) to serve other machines"
             )
+
+
+def check_token(token: str) -> str:
+    """The token travels as a gRPC metadata value, which must be printable ASCII (space to ``~``).
+
+    The refusal names the position but not the character: the token is a secret, and error lines get pasted.
+    """
+    if not token:
+        raise ConfigError("the token is empty")
+    for position, char in enumerate(token, 1):
+        if not " " <= char <= "~":
+            raise ConfigError(
+                f"the token has a character that is not printable ASCII at position {position}; gRPC metadata "
+                "values (and so tokens) may only use the characters from space to '~'"
+            )
+    return token
+
+
+def check_tls_files(cert: Path, key: Path) -> None:
+    """Load the certificate chain and key as Python's ssl does, so a wrong file is one clear line at start.
+
+    gRPC would only say "failed to bind" about the port, with the real reason in its C log.
+    """
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.is_file():
+            raise ConfigError(f"{flag} {path} is not a readable file")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as error:
+        raise ConfigError(
+            f"TLS certificate {cert} and key {key} cannot be used together (a PEM certificate chain and its PEM "
+            f"private key are needed): {error.strerror or error}"
+        ) from None
 
 
 def check_broker_name(name: str) -> str:

@@ -4,6 +4,11 @@ The gRPC handler of ``Connect`` blocks in :meth:`Connection.next` and yields wha
 notification never waits for the network, and a slow or dead client never holds up the others (fan-out is one
 append per client). A notification may carry a delivery time (the delay fault); the mailbox keeps order and
 hands each one out no earlier than its time.
+
+A client that never reads its stream must not grow the mailbox without end while its groups churn. A
+notification only says "group G changed, fetch its members again", so once the mailbox holds
+``MAX_PENDING`` notifications a new one for a group already waiting in it adds nothing and is not queued; the
+mailbox then holds at most one more entry per group the client belongs to.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import time
 from collections import deque
 from enum import Enum
 
+MAX_PENDING = 1024
 _RECHECK = 0.5  # seconds; upper bound on a wait, so a delay released by another thread is seen soon
 
 
@@ -35,9 +41,12 @@ class Connection:
     def push(self, group: str, delay: float = 0.0) -> None:
         """Queue a NOTIFY_CONSUMER_IDS_CHANGED for ``group``, delivered ``delay`` seconds from now."""
         with self._cond:
-            if self.close_reason is None:
-                self._pending.append((time.monotonic() + delay, group))
-                self._cond.notify_all()
+            if self.close_reason is not None:
+                return
+            if len(self._pending) >= MAX_PENDING and any(waiting == group for _, waiting in self._pending):
+                return
+            self._pending.append((time.monotonic() + delay, group))
+            self._cond.notify_all()
 
     def release_held(self) -> None:
         """Make every held-back notification deliverable now (the delay fault was cleared)."""
@@ -54,6 +63,12 @@ class Connection:
             self._pending.clear()
             self._cond.notify_all()
             return True
+
+    @property
+    def pending(self) -> int:
+        """Notifications queued and not yet handed out."""
+        with self._cond:
+            return len(self._pending)
 
     @property
     def closed(self) -> bool:

@@ -41,3 +41,9 @@ class Unavailable(StubError):
     """The named broker is down."""
 
     code = grpc.StatusCode.UNAVAILABLE
+
+
+class ResourceExhausted(StubError):
+    """A bound the stub keeps to stay responsive (open streams, parked polls) or its disk is full; retry later."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -4,7 +4,9 @@ It owns the gRPC server, the store, the cluster and the expiry sweeper thread, a
 order that loses nothing: on stop, health turns NOT_SERVING, notification streams and long polls are ended
 (their handlers return), in-flight calls get a grace period to finish, and only then is the store closed. A
 sync gRPC server is used on purpose: the stub's work is short, and each open notification stream costs one
-parked thread, which is cheap at the hundreds of clients a test or demo runs.
+parked thread, which is cheap at the hundreds of clients a test or demo runs. Because a parked thread is still a
+thread, open streams and parked long polls are bounded (:mod:`nameserver_stub.guard`, the cluster) well below the
+pool, so plain calls always find a worker.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from nameserver_stub.broker_service import BrokerService
 from nameserver_stub.clock import Clock, SystemClock
 from nameserver_stub.cluster import Cluster
 from nameserver_stub.config import ConfigError, StubConfig, split_listen
+from nameserver_stub.guard import GuardInterceptor, StreamSlots
 from nameserver_stub.namesrv_service import NameServerService
 from nameserver_stub.store import Store
 from rocket_rebalance._proto.v1 import admin_pb2_grpc, broker_pb2_grpc, namesrv_pb2_grpc
@@ -50,6 +53,7 @@ class StubServer:
         self._stopping = threading.Event()
         self._sweeper: threading.Thread | None = None
         self._address = ""
+        self.stream_slots = StreamSlots(config.stream_limit)
 
     @property
     def address(self) -> str:
@@ -73,7 +77,7 @@ class StubServer:
     def start(self) -> StubServer:
         if self._server is not None:
             raise RuntimeError("the server is already started")
-        store = Store(self.config.data_dir)
+        store = Store(self.config.data_dir, max_bytes=self.config.max_db_bytes)
         try:
             cluster = Cluster(self.config, store, self.clock)
             server, port = self._bind(cluster)
@@ -94,7 +98,11 @@ class StubServer:
     def _bind(self, cluster: Cluster) -> tuple[grpc.Server, int]:
         from concurrent.futures import ThreadPoolExecutor
 
-        interceptors = [TokenInterceptor(self.config.token)] if self.config.token else []
+        # The token is checked first, so a caller without it learns nothing, not even that its bytes were junk.
+        interceptors: list[grpc.ServerInterceptor] = []
+        if self.config.token:
+            interceptors.append(TokenInterceptor(self.config.token))
+        interceptors.append(GuardInterceptor(self.stream_slots))
         server = grpc.server(
             ThreadPoolExecutor(max_workers=self.config.max_workers, thread_name_prefix="stub-rpc"),
             interceptors=interceptors,
@@ -110,11 +118,16 @@ class StubServer:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         for name in ("", *SERVICE_NAMES):
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        try:
-            if self.config.tls_cert is not None and self.config.tls_key is not None:
+        credentials = None
+        if self.config.tls_cert is not None and self.config.tls_key is not None:
+            try:  # config.check() loaded them already; this is only for a file changed since
                 credentials = grpc.ssl_server_credentials(
                     [(self.config.tls_key.read_bytes(), self.config.tls_cert.read_bytes())]
                 )
+            except OSError as error:
+                raise ConfigError(f"cannot read the TLS files: {error}") from None
+        try:
+            if credentials is not None:
                 port = server.add_secure_port(self.config.listen, credentials)
             else:
                 port = server.add_insecure_port(self.config.listen)

@@ -8,21 +8,31 @@ WAL with ``synchronous=NORMAL`` is durable against a process crash; only an OS c
 One connection guarded by a lock: the stub's writes are small and the GIL serialises the work anyway, so a
 connection pool would add failure modes without adding speed. An exclusive ``flock`` on the data directory
 keeps a second stub from writing the same files.
+
+A data directory the stub cannot use (a file, not writable, a damaged database) is a :class:`ConfigError` at
+open, before anything is served. A full disk (or the ``max_bytes`` cap) is :class:`DiskFull` on the write that
+hit it: SQLite has already rolled that transaction back, so the write is refused whole and every earlier
+commit stays.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
+import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from nameserver_stub.config import ConfigError, TopicQueues
+from nameserver_stub.errors import ResourceExhausted
+
+log = logging.getLogger("nameserver_stub")
 
 SCHEMA_VERSION = 1
 DB_NAME = "stub.sqlite3"
@@ -88,41 +98,127 @@ class OffsetRecord:
 QueueKey = tuple[str, int]  # (topic, queue_id) within one broker
 
 
+class DiskFull(ResourceExhausted):
+    """A write found no room: the disk under the data directory is full, or the database reached its cap."""
+
+
+def _reason(error: OSError | ValueError) -> str:
+    """An OS error without Python's ``[Errno N]`` prefix: "Permission denied: /data/LOCK"."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    return str(error)
+
+
 class Store:
     """The SQLite files under one data directory; thread-safe."""
 
-    def __init__(self, data_dir: Path) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_file: IO[str] | None = open(data_dir / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock_file.close()
-            raise ConfigError(f"data directory {data_dir} is in use by another stub") from None
+    def __init__(self, data_dir: Path, *, max_bytes: int | None = None) -> None:
+        """Open (creating if needed) the data directory; ``max_bytes`` caps the database file's size."""
+        self._data_dir = data_dir
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(data_dir / DB_NAME, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
-            self.close()
-            raise ConfigError(f"data directory {data_dir} has schema version {version}, expected {SCHEMA_VERSION}")
-        self._db.executescript(_SCHEMA)
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self._lock_file: IO[str] | None = self._open_lock_file(data_dir)
+        try:
+            self._db = self._open_database(data_dir / DB_NAME)
+        except BaseException:
+            self._release_lock_file()
+            raise
         self._max_offsets: dict[tuple[str, str, int], int] = {}
 
+    @staticmethod
+    def _open_lock_file(data_dir: Path) -> IO[str]:
+        if data_dir.exists() and not data_dir.is_dir():
+            raise ConfigError(f"data directory {data_dir} is not a directory")
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            lock_file = open(data_dir / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held until close()
+        except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
+            raise ConfigError(f"data directory {data_dir} cannot be used: {_reason(error)}") from None
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_file.close()
+            raise ConfigError(f"data directory {data_dir} is in use by another stub") from None
+        return lock_file
+
+    def _open_database(self, path: Path) -> sqlite3.Connection:
+        """Connect, check the file is a sound stub database, and create the schema; ConfigError if unusable."""
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            # quick_check reads every page once: damage is found here, not by a client's call an hour later
+            problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise ConfigError(f"data directory {path.parent}: {path.name} is damaged ({problems[0]})")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise ConfigError(
+                    f"data directory {path.parent} has schema version {version}, expected {SCHEMA_VERSION}"
+                )
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            if self._max_bytes is not None:
+                page_size = db.execute("PRAGMA page_size").fetchone()[0]
+                db.execute(f"PRAGMA max_page_count={max(1, self._max_bytes // page_size)}")
+        except sqlite3.Error as error:
+            db.close()
+            raise ConfigError(
+                f"data directory {path.parent}: {path.name} is not a usable SQLite database ({error})"
+            ) from None
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _release_lock_file(self) -> None:
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+
     def close(self) -> None:
-        """Checkpoint the WAL into the database file and release the data directory."""
+        """Checkpoint the WAL into the database file and release the data directory.
+
+        A checkpoint that fails (a full disk) is only logged: the WAL still holds every commit and the next
+        open replays it, so stopping must not fail over it.
+        """
         with self._lock:
             if self._lock_file is None:
                 return
             try:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as error:
+                log.warning("could not checkpoint the WAL of %s (%s); the next start replays it", self._data_dir, error)
             finally:
                 self._db.close()
-                fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-                self._lock_file.close()
-                self._lock_file = None
+                self._release_lock_file()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction (call with the lock held); a full disk becomes :class:`DiskFull`.
+
+        On SQLITE_FULL SQLite rolls the transaction back by itself, so ROLLBACK is only sent while one is still
+        open: an unconditional one would fail ("no transaction is active") and hide the real error.
+        """
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_FULL:
+                raise
+            log.warning("refused a write: disk full under data directory %s (%s)", self._data_dir, error)
+            cap = f", or the database reached its cap of {self._max_bytes} bytes" if self._max_bytes else ""
+            raise DiskFull(
+                f"disk full: no room to write to the stub's data directory {self._data_dir} (the disk is full{cap}); "
+                "nothing of this request was stored"
+            ) from None
 
     # -- topics ---------------------------------------------------------------------------------------------
 
@@ -138,7 +234,7 @@ class Store:
         return topics
 
     def save_topic(self, topic: str, queues: TopicQueues) -> None:
-        with self._lock:
+        with self._lock, self._transaction():
             self._db.execute(
                 "INSERT OR REPLACE INTO topic_config VALUES (?, ?, ?, ?, ?)",
                 (queues.broker_name, topic, queues.read_queue_nums, queues.write_queue_nums, queues.perm),
@@ -183,25 +279,19 @@ class Store:
         alone: a slow consumer's late commit must not undo a newer one.
         """
         results: list[tuple[int, bool]] = []
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for (topic, queue_id), offset in offsets:
-                    current = self._offset(broker, group, topic, queue_id)
-                    if current is not None and (
-                        offset == current.offset or (offset < current.offset and not allow_backwards)
-                    ):
-                        results.append((current.offset, False))
-                        continue
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO consumer_offset VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (broker, group, topic, queue_id, offset, client_id, now_ms),
-                    )
-                    results.append((offset, True))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._lock, self._transaction():
+            for (topic, queue_id), offset in offsets:
+                current = self._offset(broker, group, topic, queue_id)
+                if current is not None and (
+                    offset == current.offset or (offset < current.offset and not allow_backwards)
+                ):
+                    results.append((current.offset, False))
+                    continue
+                self._db.execute(
+                    "INSERT OR REPLACE INTO consumer_offset VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (broker, group, topic, queue_id, offset, client_id, now_ms),
+                )
+                results.append((offset, True))
         return results
 
     def _offset(self, broker: str, group: str, topic: str, queue_id: int) -> OffsetRecord | None:
@@ -241,48 +331,48 @@ class Store:
                 )
                 written.append((next_offset, msg_id))
                 next_offset += 1
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction():
                 self._db.executemany("INSERT INTO message VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             self._max_offsets[(broker, topic, queue_id)] = next_offset
         return written
 
     def read(
         self, broker: str, topic: str, queue_id: int, offset: int, max_count: int, max_bytes: int
     ) -> list[StoredMessage]:
-        """Up to ``max_count`` messages from ``offset`` on, stopping once ``max_bytes`` of bodies are reached."""
+        """Up to ``max_count`` messages from ``offset`` on, stopping once ``max_bytes`` of bodies are reached.
+
+        Rows are read one at a time so that only the bodies returned are ever in memory (``max_count`` bodies of
+        4 MiB each would be gigabytes).
+        """
+        messages: list[StoredMessage] = []
+        total = 0
         with self._lock:
             rows = self._db.execute(
                 "SELECT queue_offset, msg_id, tags, keys, properties, born_ms, store_ms, body FROM message "
                 "WHERE broker = ? AND topic = ? AND queue_id = ? AND queue_offset >= ? "
                 "ORDER BY queue_offset LIMIT ?",
                 (broker, topic, queue_id, offset, max_count),
-            ).fetchall()
-        messages: list[StoredMessage] = []
-        total = 0
-        for queue_offset, msg_id, tags, keys, properties, born_ms, store_ms, body in rows:
-            if messages and total + len(body) > max_bytes:
-                break
-            total += len(body)
-            messages.append(
-                StoredMessage(
-                    topic,
-                    broker,
-                    queue_id,
-                    queue_offset,
-                    msg_id,
-                    body,
-                    tags,
-                    keys,
-                    tuple(sorted(json.loads(properties).items())),
-                    born_ms,
-                    store_ms,
-                )
             )
+            for queue_offset, msg_id, tags, keys, properties, born_ms, store_ms, body in rows:
+                if messages and total + len(body) > max_bytes:
+                    break
+                total += len(body)
+                messages.append(
+                    StoredMessage(
+                        topic,
+                        broker,
+                        queue_id,
+                        queue_offset,
+                        msg_id,
+                        body,
+                        tags,
+                        keys,
+                        tuple(sorted(json.loads(properties).items())),
+                        born_ms,
+                        store_ms,
+                    )
+                )
+            rows.close()
         return messages
 
     def max_offset(self, broker: str, topic: str, queue_id: int) -> int:

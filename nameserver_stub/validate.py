@@ -7,7 +7,7 @@ broker or topic, queue ID beyond the topic's queues) is checked by the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from nameserver_stub.errors import InvalidArgument
@@ -20,9 +20,15 @@ from rocket_rebalance.model import JAVA_INT_MAX, check_group_name, check_topic_n
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # RocketMQ's default maxMessageSize
 MAX_CLIENT_ID_LENGTH = 1024
+# A heartbeat is kept in memory until the client's next one (or its expiry), for every client: these bound what one
+# client can make the stub hold. A Java client with dozens of consumers sends a few kilobytes.
+MAX_HEARTBEAT_BYTES = 1024 * 1024
+MAX_HEARTBEAT_GROUPS = 1024
+MAX_SUBSCRIPTIONS = 1024  # per group
 MAX_PULL_NUMS = 1024
 DEFAULT_PULL_NUMS = 32
 DEFAULT_PULL_BYTES = 4 * 1024 * 1024
+MAX_PULL_BYTES = 8 * 1024 * 1024  # a reply is built in memory: 1024 bodies of 4 MiB would be 4 GiB
 SUPPORTED_EXPRESSION_TYPES = ("", "TAG")
 
 
@@ -110,6 +116,17 @@ def _enum(value: int, enum: Any, field: str) -> int:
     return value
 
 
+def heartbeat_size(request: pb.HeartbeatRequest) -> None:
+    """Refuse a heartbeat too large to keep, before anything of it is turned into registry entries."""
+    size = request.ByteSize()
+    if size > MAX_HEARTBEAT_BYTES:
+        raise InvalidArgument(f"the heartbeat is {size} bytes, more than the {MAX_HEARTBEAT_BYTES}-byte (1 MiB) limit")
+    if len(request.consumer_datas) > MAX_HEARTBEAT_GROUPS:
+        raise InvalidArgument(
+            f"consumer_datas has {len(request.consumer_datas)} groups, at most {MAX_HEARTBEAT_GROUPS} allowed"
+        )
+
+
 def memberships(items: Sequence[pb.ConsumerData]) -> list[GroupMembership]:
     result: list[GroupMembership] = []
     seen: set[str] = set()
@@ -131,7 +148,9 @@ def memberships(items: Sequence[pb.ConsumerData]) -> list[GroupMembership]:
     return result
 
 
-def subscriptions(items: Iterable[common_pb2.SubscriptionData], field: str) -> tuple[Subscription, ...]:
+def subscriptions(items: Sequence[common_pb2.SubscriptionData], field: str) -> tuple[Subscription, ...]:
+    if len(items) > MAX_SUBSCRIPTIONS:
+        raise InvalidArgument(f"{field} has {len(items)} entries, at most {MAX_SUBSCRIPTIONS} allowed")
     result: dict[str, Subscription] = {}
     for position, sub in enumerate(items):
         where = f"{field}[{position}]"
@@ -179,7 +198,7 @@ def pull_nums(value: int) -> int:
 def pull_bytes(value: int) -> int:
     if value < 0:
         raise InvalidArgument(f"max_bytes {value} is negative")
-    return value or DEFAULT_PULL_BYTES
+    return min(value or DEFAULT_PULL_BYTES, MAX_PULL_BYTES)
 
 
 def fault(item: admin_pb2.Fault) -> Fault:
