@@ -1,4 +1,5 @@
-"""Wall time of ``rocket-rebalance allocate-mq`` for a 10,000-queue topic over 1,000 client IDs, per strategy.
+"""Wall time of ``rocket-rebalance allocate-mq`` for a 10,000-queue topic over 1,000 client IDs, per strategy,
+and the route-file parser's time per entry as files grow (it must stay flat: parsing is linear).
 
 Run: ``.venv/bin/python benchmarks/preview.py``. Each figure is the median of 5 runs of the real command in a new
 process (reading a route file), beside the same-run baseline of the command doing no work (``--help``), so the
@@ -35,7 +36,26 @@ def timed(args: list[str], repeat: int = 5) -> float:
     return statistics.median(samples)
 
 
+def parse_per_entry(entries: int) -> float:
+    """Seconds per queue data to parse a pretty-printed route file of ``entries`` brokers (median of 3)."""
+    from rocket_rebalance.route import TopicRoute
+
+    text = json.dumps({"queueDatas": [{"brokerName": f"b{i}", "readQueueNums": 0} for i in range(entries)]}, indent=1)
+    samples = []
+    for _ in range(3):
+        start = time.perf_counter()
+        TopicRoute.from_json("T", text)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) / entries
+
+
 def main() -> None:
+    baseline = parse_per_entry(1_000)
+    print(f"{'route entries':>13} {'per entry':>10} {'vs 1,000 entries':>17}")
+    for entries in (1_000, 10_000, 100_000):
+        per_entry = baseline if entries == 1_000 else parse_per_entry(entries)
+        print(f"{entries:>13,} {per_entry * 1e6:>7.1f} us {per_entry / baseline:>16.2f}x")
+    print()
     with tempfile.TemporaryDirectory() as folder:
         route = Path(folder) / "route.json"
         rooms = ("hz", "sh")

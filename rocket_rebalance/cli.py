@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from rocket_rebalance.commands import CommandError
+from rocket_rebalance.commands import CommandError, printable
 
 __all__ = ["COMMAND_MODULES", "CommandError", "main"]
 
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.handler(args)
     except (CommandError, ValueError, TypeError, OSError) as error:
-        print(f"rocket-rebalance: {error}", file=sys.stderr)
+        print(f"rocket-rebalance: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

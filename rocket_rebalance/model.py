@@ -22,6 +22,9 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "JAVA_INT_MAX",
+    "MAX_GROUP_MEMBERS",
+    "MAX_TOPIC_QUEUES",
+    "MAX_VIRTUAL_NODES",
     "PERM_READ",
     "PERM_WRITE",
     "RETRY_GROUP_TOPIC_PREFIX",
@@ -49,6 +52,13 @@ __all__ = [
 ]
 
 JAVA_INT_MAX = 2**31 - 1
+
+# Limits on sizes a user can type (a route file, a scenario, a command-line option), so that a typo is a clear
+# error instead of gigabytes of memory. Real fleets stay far below them: RocketMQ topics have tens to a few
+# thousand queues, groups tens to hundreds of consumers, and Java's consistent hash uses 10 virtual nodes.
+MAX_TOPIC_QUEUES = 65_536  # readable queues of one topic, over all its brokers
+MAX_GROUP_MEMBERS = 10_000  # consumers a scenario or preview may put in one group
+MAX_VIRTUAL_NODES = 10_000  # consistent-hash virtual nodes per consumer
 
 
 def java_string_key(value: str) -> bytes:
@@ -255,19 +265,22 @@ class RebalanceInput(NamedTuple):
     duplicate_client_ids: list[str]
 
 
-def prepare_rebalance_input(queues: Iterable[MessageQueue], client_ids: Iterable[str]) -> RebalanceInput:
+def prepare_rebalance_input(
+    queues: Iterable[MessageQueue], client_ids: Iterable[str], warn: bool = True
+) -> RebalanceInput:
     """Prepare a rebalance round's inputs exactly as the Java client's ``RebalanceImpl`` does.
 
     The topic's queues are a set (duplicates vanish) and are sorted; client IDs are sorted but *not*
     deduplicated, because Java does not deduplicate them and a Python consumer must compute what its Java
     neighbours compute. A duplicated ID is reported with a :class:`DuplicateClientIdWarning`, since two
-    consumers sharing one ID silently consume the same queues.
+    consumers sharing one ID silently consume the same queues; ``warn=False`` is for callers that report
+    ``duplicate_client_ids`` their own way (the core, previews, the pipeline).
     """
     mq_sorted = QueueList.trusted(sort_queues(set(QueueList(queues))))
     cid_list = ClientIdList(client_ids)
     cid_sorted = ClientIdList.trusted(sort_client_ids(cid_list))
     duplicates = sort_client_ids(cid for cid, count in Counter(cid_list).items() if count > 1)
-    if duplicates:
+    if duplicates and warn:
         warnings.warn(
             DuplicateClientIdWarning(
                 f"client IDs used by more than one consumer: {', '.join(duplicates)}; "

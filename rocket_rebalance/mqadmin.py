@@ -11,11 +11,10 @@ colliding keys into a tree, which can change the order inside that bucket; that 
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from rocket_rebalance.model import DuplicateClientIdWarning, MessageQueue, java_string_key, prepare_rebalance_input
+from rocket_rebalance.model import MessageQueue, java_string_key, prepare_rebalance_input
 from rocket_rebalance.plan import Plan, plan
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
@@ -96,9 +95,7 @@ def allocate_mq(
     route: TopicRoute, client_ids: Sequence[str], strategy: AllocateMessageQueueStrategy | None = None, group: str = ""
 ) -> Plan:
     """What consumers with these IDs would really own: the rebalance's sort, then a plan; IDs in Java order."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DuplicateClientIdWarning)  # a preview shows a repeated ID as one entry
-        ready = prepare_rebalance_input(route.subscribe_queues(), client_ids)
+    ready = prepare_rebalance_input(route.subscribe_queues(), client_ids, warn=False)  # the command warns
     return plan(strategy or create_strategy("AVG"), group or MQADMIN_GROUP, ready.mq_all, ready.cid_all)
 
 

@@ -10,19 +10,28 @@ Only ``queueDatas`` matters for allocation: a consumer takes queues 0 .. readQue
 ``perm`` is readable (bit 4), in route order, which is the insertion order of the Java client's queue set.
 ``writeQueueNums`` defaults to ``readQueueNums``, ``perm`` to 6 (read and write); other fields are ignored.
 A malformed file is a :class:`RouteError` naming the field and the line. Pure: parsing text, no file access.
+
+Limits, so that a typo cannot make a preview allocate gigabytes: a route holds at most
+:data:`~rocket_rebalance.model.MAX_TOPIC_QUEUES` readable queues over all its brokers, whatever its source
+(a file, the stub, a RocketMQ name server); JSON nests at most :data:`MAX_JSON_DEPTH` deep. Parsing is linear in
+the text.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import json.scanner
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rocket_rebalance.model import JAVA_INT_MAX, PERM_READ, PERM_WRITE, MessageQueue
+from rocket_rebalance.model import JAVA_INT_MAX, MAX_TOPIC_QUEUES, PERM_READ, PERM_WRITE, MessageQueue
 
-__all__ = ["PERM_READ", "PERM_WRITE", "QueueData", "RouteError", "TopicRoute"]
+__all__ = ["MAX_JSON_DEPTH", "PERM_READ", "PERM_WRITE", "QueueData", "RouteError", "TopicRoute"]
+
+MAX_JSON_DEPTH = 64  # a TopicRouteData nests 4 deep; Python's parser recurses and would overflow near 1,000
 
 
 class RouteError(ValueError):
@@ -58,6 +67,13 @@ class TopicRoute:
     topic: str
     queue_datas: tuple[QueueData, ...]
 
+    def __post_init__(self) -> None:
+        total = sum(data.read_queue_nums for data in self.queue_datas if data.readable)
+        if total > MAX_TOPIC_QUEUES:
+            raise RouteError(
+                f"topic {self.topic} would have {total} readable queues; the limit is {MAX_TOPIC_QUEUES} per topic"
+            )
+
     def subscribe_queues(self) -> list[MessageQueue]:
         """The queues a consumer subscribes to, in route order (Java's ``topicRouteData2TopicSubscribeInfo``)."""
         return [
@@ -86,6 +102,9 @@ class TopicRoute:
     @classmethod
     def from_json(cls, topic: str, text: str, source: str = "route") -> TopicRoute:
         """Parse RocketMQ's route JSON; errors say ``<source> line N: <field> ...``."""
+        depth = _max_depth(text)
+        if depth > MAX_JSON_DEPTH:
+            raise RouteError(f"{source}: JSON nested {depth} deep; a route nests 4 deep (limit {MAX_JSON_DEPTH})")
         try:
             document = _load_with_lines(text)
         except json.JSONDecodeError as error:
@@ -130,16 +149,38 @@ def _line(item: object) -> int:
     return item.line if isinstance(item, _LineDict) else 1
 
 
+def _max_depth(text: str) -> int:
+    """How deep the brackets of ``text`` nest, strings skipped: checked before parsing, which recurses."""
+    depth = deepest = 0
+    for token in _BRACKETS_OUTSIDE_STRINGS.finditer(text):
+        bracket = token.group(1)
+        if bracket is None:  # a string
+            continue
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+_BRACKETS_OUTSIDE_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|([\[\]{}])')
+
+
 def _load_with_lines(text: str) -> Any:
-    """``json.loads`` whose objects are :class:`_LineDict` s carrying their starting line."""
+    """``json.loads`` whose objects are :class:`_LineDict` s carrying their starting line.
+
+    Line numbers come from a bisection over the newline positions, found once, so parsing stays linear.
+    """
     decoder = json.JSONDecoder()
     parse_object = getattr(decoder, "parse_object")  # noqa: B009 - not declared by typeshed
+    newlines = [match.start() for match in re.finditer("\n", text)]
 
     def parse_with_line(state: tuple[str, int], *args: Any) -> tuple[dict[str, Any], int]:
-        document, start = state
+        _, start = state
         value, end = parse_object(state, *args)
         positioned = _LineDict(value)
-        positioned.line = document.count("\n", 0, start) + 1
+        positioned.line = bisect.bisect_left(newlines, start) + 1
         return positioned, end
 
     # The pure-Python scanner looks parse_object up on the decoder, so replacing it there is enough; typeshed

@@ -7,12 +7,12 @@ down), planned under one or more strategies so they can be compared. Everything 
 
 from __future__ import annotations
 
-import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocket_rebalance.model import DuplicateClientIdWarning, prepare_rebalance_input
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, prepare_rebalance_input
 from rocket_rebalance.plan import (
     Balance,
     Movement,
@@ -37,6 +37,16 @@ class Change:
     joins: tuple[str, ...] = ()
     leaves: tuple[str, ...] = ()
     brokers_down: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for kind, names in (("join", self.joins), ("leave", self.leaves), ("take down", self.brokers_down)):
+            if any(not name.strip() for name in names):
+                raise ValueError(f"cannot {kind}: an empty name")
+            repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+            if repeated:
+                raise ValueError(f"cannot {kind}: {', '.join(repeated)} given twice")
+        if len(self.joins) > MAX_GROUP_MEMBERS:
+            raise ValueError(f"cannot join {len(self.joins)} consumers; the limit is {MAX_GROUP_MEMBERS} per group")
 
     def members_after(self, members: Sequence[str]) -> list[str]:
         """The member list after the change; leaving an absent member or joining a present one is an error."""
@@ -99,10 +109,8 @@ def simulate(
     """
     new_members = change.members_after(members)
     new_route = route.without_brokers(change.brokers_down)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DuplicateClientIdWarning)
-        before = prepare_rebalance_input(route.subscribe_queues(), members)
-        after = prepare_rebalance_input(new_route.subscribe_queues(), new_members)
+    before = prepare_rebalance_input(route.subscribe_queues(), members, warn=False)  # the command warns
+    after = prepare_rebalance_input(new_route.subscribe_queues(), new_members, warn=False)
     for label, ready in (("before", before), ("after", after)):
         if not ready.mq_all:
             raise ValueError(f"topic {route.topic} has no readable queue {label} the change")

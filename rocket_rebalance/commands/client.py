@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from rocket_rebalance.commands import CommandError
+from rocket_rebalance.commands import CommandError, printable
 from rocket_rebalance.commands.options import add_connection_options, add_strategy_options, build_strategy
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.route import PERM_WRITE
@@ -204,8 +204,8 @@ def _run_progress(args: argparse.Namespace) -> int:
     )
     for row in rows:
         print(
-            f"{row.mq.topic:<32} {row.mq.broker_name:<16} {row.mq.queue_id:>4} {row.broker_offset:>14} "
-            f"{row.consumer_offset:>16} {row.diff:>8}  {row.last_owner or '-'}"
+            f"{row.mq.topic:<32} {printable(row.mq.broker_name):<16} {row.mq.queue_id:>4} {row.broker_offset:>14} "
+            f"{row.consumer_offset:>16} {row.diff:>8}  {printable(row.last_owner or '-')}"
         )
     print(f"\nConsume TPS: -\nDiff Total: {sum(row.diff for row in rows)}")
     return 0
@@ -240,17 +240,11 @@ def _run_connection(args: argparse.Namespace) -> int:
     for number, r in enumerate(rows, start=1):
         heartbeat = "-" if r.last_heartbeat_ms_ago < 0 else str(r.last_heartbeat_ms_ago)  # RocketMQ does not say
         print(
-            f"{number:<4} {_printable(r.client_id):<48} {_printable(r.broker_name):<16} "
-            f"{_printable(r.language or '-'):<9} {_printable(r.client_addr or '-'):<22} {heartbeat:>17}  "
-            f"{_printable(','.join(r.topics))}"
+            f"{number:<4} {printable(r.client_id):<48} {printable(r.broker_name):<16} "
+            f"{printable(r.language or '-'):<9} {printable(r.client_addr or '-'):<22} {heartbeat:>17}  "
+            f"{printable(','.join(r.topics))}"
         )
     return 0
-
-
-def _printable(text: str) -> str:
-    """Text from a server as it may go to a terminal: control characters escaped, so a client ID cannot move the
-    cursor, clear the screen or forge a line."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
-from rocket_rebalance.commands import CommandError
+from rocket_rebalance.commands import CommandError, printable
 from rocket_rebalance.commands.options import NAMESRV_HELP, add_connection_options, add_strategy_options, build_strategy
+from rocket_rebalance.model import MAX_GROUP_MEMBERS
 from rocket_rebalance.mqadmin import (
     allocate_mq,
     mqadmin_allocate_mq,
@@ -41,12 +43,35 @@ def load_route(args: argparse.Namespace) -> TopicRoute:
     return fetch_route(args.namesrv, args.topic, token=args.token)
 
 
+def _checked_members(client_ids: list[str]) -> list[str]:
+    """The member list of a preview, bounded; a repeated ID is warned about, since it is what real consumers
+    sharing an ID would do (they take the same queues and leave others unconsumed), so it is shown, not fixed."""
+    if len(client_ids) > MAX_GROUP_MEMBERS:
+        raise CommandError(f"{len(client_ids)} client IDs; the limit is {MAX_GROUP_MEMBERS} per group")
+    repeated = [cid for cid, count in Counter(client_ids).items() if count > 1]
+    if repeated:
+        print(
+            f"rocket-rebalance: warning: client ID given more than once: {printable(', '.join(repeated))}; consumers "
+            "sharing an ID take the same queues and leave others owned by nobody",
+            file=sys.stderr,
+        )
+    return client_ids
+
+
+def _warn_unowned(route: TopicRoute, result: Plan) -> None:
+    queues = len(set(route.subscribe_queues()))
+    owned = len({mq for owned in result.values() for mq in owned})
+    if owned < queues:
+        print(f"rocket-rebalance: warning: {queues - owned} of {queues} queues are owned by nobody", file=sys.stderr)
+
+
 def _print_table(result: Plan) -> None:
-    width = max([len("consumer"), *(len(cid) for cid in result)])
+    names = {cid: printable(cid) for cid in result}
+    width = max([len("consumer"), *(len(name) for name in names.values())])
     print(f"{'consumer':<{width}}  queues  owned")
     for cid, queues in result.items():
-        owned = " ".join(f"{mq.broker_name}:{mq.queue_id}" for mq in queues) or "-"
-        print(f"{cid:<{width}}  {len(queues):>6}  {owned}")
+        owned = " ".join(f"{printable(mq.broker_name)}:{mq.queue_id}" for mq in queues) or "-"
+        print(f"{names[cid]:<{width}}  {len(queues):>6}  {owned}")
     print(f"{len(result)} consumers, {sum(len(q) for q in result.values())} queues assigned")
 
 
@@ -55,7 +80,7 @@ def _run_allocate_mq(args: argparse.Namespace) -> int:
     if args.mqadmin_order:
         if args.strategy not in (None, "AVG"):
             raise CommandError("--mqadmin-order reproduces mqadmin, which only knows AVG")
-        ids = parse_mqadmin_id_list(args.ip_list)
+        ids = _checked_members(parse_mqadmin_id_list(args.ip_list))
         result = mqadmin_allocate_mq(route, ids)
         real = allocate_mq(route, ids, group=args.group)
         differing = [cid for cid in result if set(result[cid]) != set(real.get(cid, ()))]
@@ -67,7 +92,8 @@ def _run_allocate_mq(args: argparse.Namespace) -> int:
             )
     else:
         strategy = build_strategy(args.strategy or "AVG", args)
-        result = allocate_mq(route, parse_id_list(args.ip_list), strategy, args.group)
+        result = allocate_mq(route, _checked_members(parse_id_list(args.ip_list)), strategy, args.group)
+    _warn_unowned(route, result)
     if args.format == "table":
         _print_table(result)
     else:
@@ -100,7 +126,9 @@ def _describe(outcome: Outcome, topic: str) -> list[str]:
         f"  {'consumer':<40} {'before':>6} {'after':>6}",
     ]
     for cid in dict.fromkeys([*outcome.before, *outcome.after]):
-        lines.append(f"  {cid:<40} {len(outcome.before.get(cid, ())):>6} {len(outcome.after.get(cid, ())):>6}")
+        lines.append(
+            f"  {printable(cid):<40} {len(outcome.before.get(cid, ())):>6} {len(outcome.after.get(cid, ())):>6}"
+        )
     lines.append(
         f"  max/avg {before.max_over_avg:.2f} -> {after.max_over_avg:.2f} (max {before.max} -> {after.max} queues); "
         f"{len(outcome.movement.moved)} of {outcome.movement.queues} queues move (a balanced split needs "
@@ -116,7 +144,7 @@ def _describe(outcome: Outcome, topic: str) -> list[str]:
 
 def _run_simulate(args: argparse.Namespace) -> int:
     route = load_route(args)
-    members = _read_members(args)
+    members = _checked_members(_read_members(args))
     change = Change(tuple(args.join), tuple(args.leave), tuple(args.broker_down))
     strategies = [build_strategy(name, args) for name in (args.strategy or ["AVG"])]
     outcomes = simulate(strategies, args.group or "simulated_group", route, members, change, args.split_view)

@@ -7,6 +7,7 @@ a clock, so the same core runs under threads, asyncio, or a test that plays the 
 
 from rocket_rebalance.core.actions import (
     Action,
+    ClientIdShared,
     DropQueue,
     FetchConsumerList,
     FetchRoutes,
@@ -55,6 +56,7 @@ from rocket_rebalance.core.process_queue import ProcessQueue
 
 __all__ = [
     "Action",
+    "ClientIdShared",
     "ConsumeFromWhere",
     "ConsumerIdsChanged",
     "ConsumerListFetched",

@@ -18,6 +18,7 @@ from rocket_rebalance.model import MessageQueue
 
 __all__ = [
     "Action",
+    "ClientIdShared",
     "DropQueue",
     "FetchConsumerList",
     "FetchRoutes",
@@ -150,6 +151,21 @@ class QueuesChanged(Action):
     topic: str
     mq_all: tuple[MessageQueue, ...]
     mq_divided: tuple[MessageQueue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientIdShared(Action):
+    """Our client ID appears ``consumers`` times in ``topic``'s member list (1: no longer shared); fire-and-forget.
+
+    Other consumers use our ID (containers cloned with one instance name, RocketMQ #1547/#2760). The runtime
+    warns, naming the ID, and reports the consumer unhealthy until ``consumers`` is 1 again. ``withheld``: with
+    locks the topic's queues are not consumed meanwhile (L6).
+    """
+
+    topic: str
+    client_id: str
+    consumers: int
+    withheld: bool
 
 
 @dataclass(frozen=True, slots=True)

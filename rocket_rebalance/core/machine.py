@@ -44,6 +44,11 @@ Locks and the fence
   L4. A queue is not locked again while an unlock of it may still be on the way (until ``QueuesUnlocked``).
   L5. Offsets are persisted only while the lock is valid, so a consumer that lost its lock cannot rewind the
       offset of the consumer that took the queue over.
+  L6. A broker locks a queue for a client ID, so two consumers sharing our ID would both "hold" every lock and
+      consume the same queues. When a topic's member list shows our ID more than once, ``ClientIdShared`` says
+      so (and again when the count changes, 1 meaning resolved); with locks, the topic is allocated nothing
+      until the list shows our ID once: its queues are released as in L3, and the next round after the other
+      consumer leaves (NOTIFY or the periodic round) takes them again. Without locks the share is Java's.
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
@@ -70,6 +75,7 @@ from typing import Any
 
 from rocket_rebalance.core.actions import (
     Action,
+    ClientIdShared,
     DropQueue,
     FetchConsumerList,
     FetchRoutes,
@@ -109,7 +115,12 @@ from rocket_rebalance.core.events import (
     Tick,
 )
 from rocket_rebalance.core.process_queue import ProcessQueue
-from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic, sort_queues
+from rocket_rebalance.model import (
+    MessageQueue,
+    prepare_rebalance_input,
+    retry_topic,
+    sort_queues,
+)
 from rocket_rebalance.strategies import AllocationError
 
 __all__ = ["QueueState", "RebalanceCore"]
@@ -170,6 +181,7 @@ class RebalanceCore:
         self._user_topics: frozenset[str] = frozenset(topics)
         self._routes: dict[str, frozenset[MessageQueue]] = {}
         self._allocated: dict[str, frozenset[MessageQueue]] = {}
+        self._shared_id: dict[str, int] = {}  # topic -> how many consumers use our client ID there (L6), when > 1
         self._entries: dict[MessageQueue, _Entry] = {}
         self._unlocking: dict[MessageQueue, float] = {}  # mq -> deadline of the outstanding unlock
         self._started = False
@@ -386,13 +398,28 @@ class RebalanceCore:
 
     def _rebalance_clustering(self, topic: str, client_ids: tuple[str, ...], now: float) -> None:
         cfg = self.config
+        if self._id_shared(topic, client_ids.count(cfg.client_id)) and cfg.uses_locks:
+            self._apply_allocation(topic, frozenset(), now)  # L6: the locks cannot tell us apart
+            return
         try:
-            prepared = prepare_rebalance_input(self._routes[topic], client_ids)
+            # a shared ID is reported as ClientIdShared for our own; other consumers report theirs
+            prepared = prepare_rebalance_input(self._routes[topic], client_ids, warn=False)
             share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
         except AllocationError:
             self._mark_unbalanced(now)  # R3: keep the previous queues of this topic
             return
         self._apply_allocation(topic, frozenset(share or ()), now)
+
+    def _id_shared(self, topic: str, consumers: int) -> bool:
+        """L6: is our client ID used by more than one consumer of ``topic``? Reported when the count changes."""
+        consumers = max(consumers, 1)  # absent (our heartbeat not seen yet) is not shared
+        if consumers != self._shared_id.get(topic, 1):
+            self._emit(ClientIdShared(topic, self.config.client_id, consumers, self.config.uses_locks))
+        if consumers > 1:
+            self._shared_id[topic] = consumers
+        else:
+            self._shared_id.pop(topic, None)
+        return consumers > 1
 
     def _apply_allocation(self, topic: str, allocated: frozenset[MessageQueue], now: float) -> None:
         """T1/T2: bring the process-queue table of ``topic`` to ``allocated``; R4: tell the listener if changed."""

@@ -23,7 +23,7 @@ from rocket_rebalance.model import JAVA_INT_MAX, MessageQueue, java_string_key
 from rocket_rebalance.remoting import fastjson
 from rocket_rebalance.remoting.fastjson import queue_from_json
 from rocket_rebalance.remoting.frame import ProtocolError
-from rocket_rebalance.route import QueueData, TopicRoute
+from rocket_rebalance.route import QueueData, RouteError, TopicRoute
 
 __all__ = [
     "CONSUME_FROM_WHERE",
@@ -293,7 +293,10 @@ def parse_route(topic: str, body: bytes) -> RouteData:
         broker = _object(item, where)
         name = _str(_required(broker, "brokerName", where), f"{where}.brokerName")
         broker_addrs[name] = _broker_addrs(broker.get("brokerAddrs"), f"{where}.brokerAddrs")
-    route = TopicRoute(topic, tuple(_queue_data(item, f"route.queueDatas[{i}]") for i, item in enumerate(datas)))
+    try:
+        route = TopicRoute(topic, tuple(_queue_data(item, f"route.queueDatas[{i}]") for i, item in enumerate(datas)))
+    except RouteError as error:
+        raise ProtocolError(f"route: {error}") from None
     return RouteData(route, broker_addrs)
 
 

@@ -28,6 +28,7 @@ from functools import partial
 
 from rocket_rebalance.core import (
     Action,
+    ClientIdShared,
     ConsumerIdsChanged,
     ConsumerListFetched,
     DropQueue,
@@ -81,9 +82,23 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 
-__all__ = ["Engine", "EngineSettings", "MessageListener", "QueueListener"]
+__all__ = ["ClientIdSharedError", "Engine", "ListenerError", "EngineSettings", "MessageListener", "QueueListener"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
+
+
+class ListenerError(Exception):
+    """The application's listener raised on a batch (what ``on_error`` and the log get; ``__cause__`` is its error)."""
+
+    def __init__(self, mq: MessageQueue, batch: Sequence[Message], then: str, error: Exception) -> None:
+        offsets = [m.queue_offset for m in batch]
+        super().__init__(f"{type(error).__name__}: {error} on {mq} offsets {offsets}; {then}")
+        self.__cause__ = error
+        self.__traceback__ = error.__traceback__
+
+
+class ClientIdSharedError(Exception):
+    """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
 
 MessageListener = Callable[[list[Message]], None]
 """Consumes a batch; raising means "not consumed": the batch is retried while the queue is still ours."""
@@ -388,10 +403,28 @@ class Engine:
                         self.queue_listener(topic, mq_all, mq_divided)
                     except Exception:
                         log.exception("the queue listener failed for topic %s", topic)
+            case ClientIdShared(topic=topic, client_id=client_id, consumers=consumers, withheld=withheld):
+                self._client_id_shared(topic, client_id, consumers, withheld)
             case ShutdownComplete():
                 self._shutdown_done.set()
             case _:
                 raise TypeError(f"unknown action {action!r}")
+
+    def _client_id_shared(self, topic: str, client_id: str, consumers: int, withheld: bool) -> None:
+        kind = f"client ID {client_id} in {topic}"
+        if consumers == 1:
+            self.health.ok(kind)
+            return
+        effect = (
+            "their queues of this topic are not consumed until only one is left"
+            if withheld
+            else "they consume the same queues twice and leave others unconsumed (the fenced handover prevents it)"
+        )
+        error = ClientIdSharedError(
+            f"used by {consumers} consumers of group {self.config.consumer_group}: {effect}; give each consumer "
+            "its own instance name"
+        )
+        self.health.failed(kind, error, level=logging.ERROR)
 
     # ------------------------------------------------------------------ requests (I/O pool)
 
@@ -593,25 +626,21 @@ class Engine:
 
     def _consume_batch(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
         assert self.listener is not None
+        kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
         try:
             self.listener(batch)
-        except Exception:
+        except Exception as error:
             with self._stats_lock:
                 self.failed += len(batch)
-            if not self.config.consume_orderly and self._sent_back(batch):
-                log.warning(
-                    "listener failed on %s offsets %s; sent back to the retry topic",
-                    mq,
-                    [m.queue_offset for m in batch],
-                    exc_info=True,
-                )
+            sent_back = not self.config.consume_orderly and self._sent_back(batch)
+            then = "sent back to the retry topic" if sent_back else "retrying"
+            self.health.failed(kind, ListenerError(mq, batch, then, error), traceback=True)
+            if sent_back:
                 self.post(lambda: self._consumed(mq, generation, batch))
-                return
-            log.warning(
-                "listener failed on %s offsets %s; retrying", mq, [m.queue_offset for m in batch], exc_info=True
-            )
-            self.post(lambda: self._failed(mq, generation, batch))
+            else:
+                self.post(lambda: self._failed(mq, generation, batch))
             return
+        self.health.ok(kind)
         with self._stats_lock:
             self.consumed += len(batch)
         self.post(lambda: self._consumed(mq, generation, batch))

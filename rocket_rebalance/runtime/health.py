@@ -49,8 +49,9 @@ class Health:
         self._problems: dict[str, _Problem] = {}
         self._lock = threading.Lock()
 
-    def failed(self, kind: str, error: Exception, level: int = logging.WARNING) -> None:
-        """Record a failure of ``kind``; log it unless the same kind was logged less than ``quiet_interval`` ago."""
+    def failed(self, kind: str, error: Exception, level: int = logging.WARNING, traceback: bool = False) -> None:
+        """Record a failure of ``kind``; log it unless the same kind was logged less than ``quiet_interval`` ago
+        (with its traceback when asked: an application's own code failed, and where matters)."""
         now = self._clock()
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         with self._lock:
@@ -66,7 +67,7 @@ class Health:
                 problem.unlogged += 1
         if say:
             more = f" ({repeated} more failures since the last report)" if repeated else ""
-            log.log(level, "%s failing: %s%s", kind, message, more)
+            log.log(level, "%s failing: %s%s", kind, message, more, exc_info=error if traceback else None)
         if self._on_error is not None:
             try:
                 self._on_error(kind, error)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from rocket_rebalance.model import MessageQueue, java_md5_hash
+from rocket_rebalance.model import MAX_VIRTUAL_NODES, MessageQueue, java_md5_hash
 from rocket_rebalance.strategies.base import AllocationError, CheckedStrategy, check_group_args
 
 __all__ = ["AllocateMessageQueueConsistentHash", "HashRing", "build_ring"]
@@ -99,6 +99,9 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
             raise TypeError(f"virtual_node_count must be an int, got {type(virtual_node_count).__name__}")
         if virtual_node_count < 0:
             raise AllocationError(f"illegal virtualNodeCnt :{virtual_node_count}")
+        if virtual_node_count > MAX_VIRTUAL_NODES:
+            # Java would try to build the ring and run out of memory; here it is a clear error up front.
+            raise AllocationError(f"virtualNodeCnt {virtual_node_count} is above the limit of {MAX_VIRTUAL_NODES}")
         if hash_function is not None and not callable(hash_function):
             raise TypeError("hash_function must be callable (str) -> int")
         self.virtual_node_count = virtual_node_count

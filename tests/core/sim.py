@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from rocket_rebalance.core import (
     Action,
+    ClientIdShared,
     ConsumerIdsChanged,
     ConsumerListFetched,
     DropQueue,
@@ -94,12 +95,14 @@ class Broker:
             if holder is not None and holder[0] == cid:
                 del self.locks[mq]
 
-    def drop_client(self, cid: str) -> None:
-        """The client's connection closed: its locks go and it leaves the registry."""
-        for mq in [mq for mq, (holder, _) in self.locks.items() if holder == cid]:
-            del self.locks[mq]
-        if cid in self.registered:
+    def drop_client(self, cid: str, registered: bool) -> None:
+        """The client's connection closed: it leaves the registry if it was in it (one entry per connection, as
+        RocketMQ lists a client ID once per channel) and, once no connection of that ID is left, its locks go."""
+        if registered:
             self.registered.remove(cid)
+        if cid not in self.registered:
+            for mq in [mq for mq, (holder, _) in self.locks.items() if holder == cid]:
+                del self.locks[mq]
 
     def persist(self, offsets: dict[MessageQueue, int]) -> None:
         for mq, offset in offsets.items():
@@ -128,7 +131,9 @@ class SimConsumer:
     buffered: dict[MessageQueue, list[int]] = field(default_factory=dict)
     dispatched: dict[MessageQueue, set[int]] = field(default_factory=dict)
     listener_calls: list[QueuesChanged] = field(default_factory=list)
+    shared_id_reports: list[ClientIdShared] = field(default_factory=list)
     shutdown_complete: bool = False
+    registered: bool = False  # this consumer's connection is in the broker's registry
 
     def feed(self, event: Event) -> list[Action]:
         actions = self.core.handle(event, self.sim.now)
@@ -151,6 +156,8 @@ class SimConsumer:
             self.buffered.pop(action.mq, None)
         elif isinstance(action, QueuesChanged):
             self.listener_calls.append(action)
+        elif isinstance(action, ClientIdShared):
+            self.shared_id_reports.append(action)
         elif isinstance(action, WakeAt):
             self.wake_at = action.time
         elif isinstance(action, ShutdownComplete):
@@ -200,7 +207,7 @@ class Sim:
     def __init__(self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0) -> None:
         self.broker = Broker(routes, lock_lifetime)
         self.now = 0.0
-        self.consumers: dict[str, SimConsumer] = {}
+        self.consumers: list[SimConsumer] = []
         self.pending: list[Request] = []
         self.notifications: list[SimConsumer] = []
         self.deliveries: list[tuple[str, MessageQueue, int]] = []
@@ -231,15 +238,24 @@ class Sim:
             self.commit_seen[id(pq)] = (pq, pq.commit_offset)
 
     def live(self) -> list[SimConsumer]:
-        return [c for c in self.consumers.values() if c.alive]
+        return [c for c in self.consumers if c.alive]
 
     # membership ---------------------------------------------------------------------------
 
-    def join(self, config: RebalanceConfig, topics: Iterable[str]) -> SimConsumer:
+    def join(self, config: RebalanceConfig, topics: Iterable[str], registered: bool = False) -> SimConsumer:
+        """Start a consumer; ``registered``: it is in the registry before its first round, as the real runtime
+        heartbeats a broker before it asks it for the member list."""
         consumer = SimConsumer(config.client_id, RebalanceCore(config, topics), self)
-        self.consumers[config.client_id] = consumer
+        self.consumers.append(consumer)
+        if registered:
+            self._register(consumer)
         consumer.feed(Started())
         return consumer
+
+    def _register(self, consumer: SimConsumer) -> None:
+        consumer.registered = True
+        self.broker.registered.append(consumer.cid)
+        self._notify_group()
 
     def leave(self, consumer: SimConsumer) -> None:
         """Graceful shutdown: the core releases everything, then ``ShutdownComplete`` unregisters it."""
@@ -249,15 +265,18 @@ class Sim:
     def leave_done(self, consumer: SimConsumer) -> None:
         consumer.alive = False
         self.pending = [r for r in self.pending if r.client is not consumer]
-        self.broker.drop_client(consumer.cid)
-        self._notify_group()
+        self._drop(consumer)
 
     def crash(self, consumer: SimConsumer) -> None:
         consumer.alive = False
         self.crashed.add(consumer.cid)
         self.pending = [r for r in self.pending if r.client is not consumer]
         self.notifications = [c for c in self.notifications if c is not consumer]
-        self.broker.drop_client(consumer.cid)
+        self._drop(consumer)
+
+    def _drop(self, consumer: SimConsumer) -> None:
+        self.broker.drop_client(consumer.cid, consumer.registered)
+        consumer.registered = False
         self._notify_group()
 
     def _notify_group(self) -> None:
@@ -284,9 +303,8 @@ class Sim:
         if isinstance(action, FetchConsumerList):
             return [ConsumerListFetched(action.topic, None if fail else tuple(broker.registered))]
         if isinstance(action, SendHeartbeat):
-            if not fail and cid not in broker.registered and not request.client.leaving:
-                broker.registered.append(cid)
-                self._notify_group()
+            if not fail and not request.client.registered and not request.client.leaving:
+                self._register(request.client)
             return []
         if isinstance(action, LockQueues):
             granted = frozenset() if fail else broker.lock(cid, action.queues, now)

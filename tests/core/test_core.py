@@ -6,6 +6,7 @@ import pytest
 
 from rocket_rebalance.core import (
     Action,
+    ClientIdShared,
     ConsumeFromWhere,
     ConsumerIdsChanged,
     ConsumerListFetched,
@@ -46,7 +47,7 @@ from rocket_rebalance.core import (
     WakeAt,
     default_consume_timestamp_ms,
 )
-from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
+from rocket_rebalance.model import DuplicateClientIdWarning, MessageQueue, prepare_rebalance_input, retry_topic
 from rocket_rebalance.strategies import create_strategy
 
 G = "group"
@@ -390,6 +391,37 @@ def test_without_the_fence_release_persists_at_once_java_style() -> None:
     assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [6]  # 6 is in flight: re-delivered
     assert DropQueue(mq) not in actions  # released only once the offset is persisted
     assert d(OffsetsPersisted({mq: 6}))[0] == DropQueue(mq)
+
+
+def test_a_shared_client_id_withholds_the_topic_until_only_one_is_left() -> None:
+    d = Drive()
+    d.start(cids=(ME, OTHER))
+    mine = expected_share((ME, OTHER))
+    assert d.core.active_queues() == mine and not only(d.log, ClientIdShared)
+    actions = d.round((ME, ME, OTHER), at=2.0)  # a clone of us joined
+    assert only(actions, ClientIdShared) == [ClientIdShared(T, ME, 2, True)]
+    assert {a.mq for a in only(actions, StopQueue)} == mine  # the fence cannot tell us apart: nothing is kept
+    assert only(actions, QueuesChanged)[-1].mq_divided == ()
+    assert {mq for unlock in only(actions, UnlockQueues) for mq in unlock.queues} == mine  # nothing in flight
+    d(QueuesUnlocked(frozenset(mine)))
+    assert not d.core.held_queues()
+    actions = d.round((ME, ME, OTHER), at=4.0)
+    assert not only(actions, ClientIdShared) and not only(actions, LockQueues)  # reported once per change
+    assert only(d.round((ME, ME, ME, OTHER), at=6.0), ClientIdShared) == [ClientIdShared(T, ME, 3, True)]
+    actions = d.round((ME, OTHER), at=8.0)  # the clones left
+    assert only(actions, ClientIdShared) == [ClientIdShared(T, ME, 1, True)]
+    assert d.core.active_queues() == mine
+
+
+def test_without_locks_a_shared_client_id_is_reported_and_allocated_as_java_does() -> None:
+    d = Drive(fenced_handover=False)
+    d.start(cids=(ME, OTHER))
+    actions = d.round((ME, ME, OTHER), at=2.0)
+    assert only(actions, ClientIdShared) == [ClientIdShared(T, ME, 2, False)]
+    with pytest.warns(DuplicateClientIdWarning):
+        prepared = prepare_rebalance_input(QS, (ME, ME, OTHER))
+    java = set(create_strategy("AVG").allocate(G, ME, prepared.mq_all, prepared.cid_all) or ())
+    assert d.core.active_queues() == java
 
 
 def test_a_failed_release_write_is_retried() -> None:

@@ -49,6 +49,7 @@ class RebalanceWorld(RuleBasedStateMachine):
     orderly = False
     fenced = True
     graceful = False
+    shared_ids = False  # joins may reuse a running consumer's client ID (cloned containers)
 
     def __init__(self) -> None:
         super().__init__()
@@ -82,7 +83,7 @@ class RebalanceWorld(RuleBasedStateMachine):
     def start_group(self, consumers: int) -> None:
         """Start from a settled group with messages waiting, so the random steps are spent on changes."""
         for _ in range(consumers):
-            self.join()
+            self._join_new()
         self.sim.settle(REQUEST_TIMEOUT, rounds=20, step=0.05)
         for mq in ALL_QUEUES:
             self.sim.broker.max_offset[mq] += 6
@@ -92,8 +93,19 @@ class RebalanceWorld(RuleBasedStateMachine):
     @precondition(lambda self: len(self.sim.live()) < 4 and self.joined < 7)
     @rule()
     def join(self) -> None:
+        self._join_new()
+
+    def _join_new(self) -> None:
         self.joined += 1
-        self.sim.join(self.config(f"10.0.0.{self.joined}@{self.joined}"), [TOPIC])
+        self.sim.join(self.config(f"10.0.0.{self.joined}@{self.joined}"), [TOPIC], registered=self.shared_ids)
+
+    @precondition(lambda self: self.shared_ids and 0 < len(self._running()) and len(self.sim.live()) < 5)
+    @rule(data=st.data())
+    def join_with_a_used_id(self, data: st.DataObject) -> None:
+        """A clone: a consumer whose client ID a running consumer already has. Like the real runtime, it is in
+        the registry before its first round."""
+        cid = data.draw(st.sampled_from(sorted({c.cid for c in self._running()})))
+        self.sim.join(self.config(cid), [TOPIC], registered=True)
 
     @precondition(lambda self: len([c for c in self.sim.live() if not c.leaving]) > 0)
     @rule(data=st.data())
@@ -218,6 +230,8 @@ class RebalanceWorld(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         sim = self.sim
+        if self.shared_ids:
+            self._leave_clones()
         if not self._running():
             return  # nobody left to converge on (leavers are checked by the invariants as they go)
         for _ in range(600):
@@ -234,6 +248,20 @@ class RebalanceWorld(RuleBasedStateMachine):
         self.broker_offsets_never_go_backwards()
         self.graceful_moves_redeliver_nothing()
         assert self._all_consumed(), self._describe()
+
+    def _leave_clones(self) -> None:
+        """Clones leave (one consumer per ID stays), so the rest of the teardown checks the group heals: the
+        queues withheld while the ID was shared are taken again and everything gets consumed."""
+        seen: set[str] = set()
+        for consumer in self._running():
+            if consumer.cid in seen:
+                self.sim.leave(consumer)
+            seen.add(consumer.cid)
+        for _ in range(200):
+            if not any(c.leaving for c in self.sim.live()):
+                break
+            self.sim.settle(REQUEST_TIMEOUT, rounds=1, step=0.05)
+        assert not any(c.leaving for c in self.sim.live()), "a clone never finished leaving"
 
     def _describe(self) -> str:
         broker = self.sim.broker
@@ -307,6 +335,19 @@ class GracefulOrderlyWorld(RebalanceWorld):
     graceful = True
 
 
+class SharedIdFencedWorld(RebalanceWorld):
+    """Cloned consumers share client IDs. The broker's locks cannot tell them apart, so only core rule L6 keeps
+    them from consuming the same queues: the invariants (one consumer per queue, nothing handed out twice) and the
+    teardown (the group heals once the clones leave) are the same as for a group of distinct IDs."""
+
+    shared_ids = True
+    graceful = True
+
+
+class SharedIdOrderlyWorld(SharedIdFencedWorld):
+    orderly = True
+
+
 TestFencedConcurrent = FencedConcurrentWorld.TestCase
 TestFencedConcurrent.settings = SETTINGS
 TestOrderly = OrderlyWorld.TestCase
@@ -317,3 +358,7 @@ TestGracefulFenced = GracefulFencedWorld.TestCase
 TestGracefulFenced.settings = SETTINGS
 TestGracefulOrderly = GracefulOrderlyWorld.TestCase
 TestGracefulOrderly.settings = SETTINGS
+TestSharedIdFenced = SharedIdFencedWorld.TestCase
+TestSharedIdFenced.settings = SETTINGS
+TestSharedIdOrderly = SharedIdOrderlyWorld.TestCase
+TestSharedIdOrderly.settings = SETTINGS

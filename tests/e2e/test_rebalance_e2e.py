@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from rocket_rebalance._proto.v1 import admin_pb2
-from rocket_rebalance.runtime.admin import consumer_progress
-from rocket_rebalance.runtime.local_cluster import LocalCluster
+from rocket_rebalance.runtime.admin import consumer_connection, consumer_progress
+from rocket_rebalance.runtime.local_cluster import LocalCluster, start_consume_process
+from rocket_rebalance.runtime.transport import TransportError, open_transport
 from tests.e2e.conftest import inject
 
 pytestmark = pytest.mark.e2e
@@ -171,3 +174,58 @@ def test_live_demo_passes() -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "demo passed" in done.stdout and "missing 0, consumed twice 0" in done.stdout
+
+
+def test_clones_sharing_a_client_id_consume_nothing_twice(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Two processes with one client ID: the stub lists the ID once per connection, so both clones see it twice,
+    warn, and withhold its queues (the fence cannot tell them apart) until one leaves."""
+    clones = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        clones.append(
+            start_consume_process(
+                tmp_path / name, cluster.address, cluster.group, [cluster.topic], "clone", cluster.consumer_args
+            )
+        )
+        if name == "first":
+            cluster.wait_until(lambda: bool(clones[0].owned(cluster.topic)))
+    first, second = clones
+    other = cluster.start_consumer("other")
+    try:
+        cluster.wait_until(lambda: consumer_list(cluster) == ["clone", "clone", "other"])
+        cluster.wait_until(lambda: first.owned(cluster.topic) == set() and bool(other.owned(cluster.topic)))
+        rows = [row for row in consumer_connection(cluster.address, cluster.group) if row.client_id == "clone"]
+        assert len(rows) == 4  # two brokers, two connections each: every connection shown
+
+        def counts() -> Counter[tuple[str, str, int, int]]:
+            found = cluster.delivery().counts
+            for clone in clones:
+                if clone.record.exists():
+                    found.update(
+                        (item["topic"], item["broker"], item["queue"], item["offset"])
+                        for item in map(json.loads, clone.record.read_text(encoding="utf-8").splitlines())
+                    )
+            return found
+
+        cluster.produce(200)
+        cluster.wait_until(lambda: sum(counts().values()) > 0)
+        assert second.stop() is not None
+        cluster.wait_until(lambda: bool(first.owned(cluster.topic)))
+        cluster.wait_until(lambda: sum(counts().values()) >= 200)
+        assert sum(counts().values()) == 200 and max(counts().values()) == 1
+        log = (tmp_path / "first" / "consumer-clone.log").read_text(encoding="utf-8")
+        assert "client ID clone in TopicTest failing: used by 2 consumers" in log
+    finally:
+        for clone in clones:
+            if clone.alive:
+                clone.kill()
+
+
+def consumer_list(cluster: LocalCluster) -> list[str]:
+    transport = open_transport(cluster.address)
+    try:
+        return sorted(transport.consumer_list("broker-a", cluster.group))
+    except TransportError:
+        return []
+    finally:
+        transport.close()

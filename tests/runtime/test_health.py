@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.core import MessageModel
+from rocket_rebalance.core import ConsumeFromWhere, MessageModel
 from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.engine import ListenerError
 from rocket_rebalance.runtime.health import Health
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from tests.runtime.conftest import start_stub
@@ -114,6 +115,46 @@ def test_offsets_that_cannot_be_saved_are_an_error_and_unhealthy(
         errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
         assert errors and errors[0].startswith("persist offsets failing: cannot write")
         assert not consumer.healthy
+    finally:
+        producer.close()
+        consumer.shutdown(timeout=2)
+
+
+def test_a_listener_that_always_raises_is_logged_rarely_with_its_traceback(
+    start_stub: StartStub, caplog: pytest.LogCaptureFixture
+) -> None:
+    address = GRPC_SCHEME + start_stub().address
+    caplog.set_level(logging.WARNING, "rocket_rebalance.runtime")
+    heard: list[Exception] = []
+    calls: list[int] = []
+
+    def broken(batch: list[Message]) -> None:
+        calls.append(len(batch))
+        raise ZeroDivisionError("application bug")
+
+    from rocket_rebalance.runtime.transport.grpc import GrpcTransport
+
+    producer = GrpcTransport(address)
+    producer.send("TopicTest", "broker-a", [b"m"] * 20, 0)
+    consumer = PushConsumer(
+        address,
+        "GID_broken",
+        topics=["TopicTest"],
+        listener=broken,
+        on_error=lambda kind, error: heard.append(error),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len(calls) < 50:
+            time.sleep(0.05)
+        assert len(calls) >= 50  # retried over and over (the stub keeps no retry topic)
+        said = [r for r in caplog.records if "listener on TopicTest failing" in r.getMessage()]
+        assert len(said) == 1, [r.getMessage() for r in said]  # not one line per failed batch
+        assert said[0].exc_info is not None and "ZeroDivisionError: application bug" in said[0].getMessage()
+        assert isinstance(heard[0], ListenerError) and isinstance(heard[0].__cause__, ZeroDivisionError)
+        assert not consumer.healthy and "listener on TopicTest" in consumer.describe()["problems"]  # type: ignore[operator]
     finally:
         producer.close()
         consumer.shutdown(timeout=2)

@@ -22,7 +22,7 @@ from rocket_rebalance._proto.v1 import (
     namesrv_pb2_grpc,
 )
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.route import QueueData, TopicRoute
+from rocket_rebalance.route import QueueData, RouteError, TopicRoute
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     BrokerRequests,
@@ -57,7 +57,10 @@ _PULL_STATUS = {
 def route_from_wire(topic: str, answer: namesrv_pb2.TopicRouteData) -> TopicRoute:
     """A GetRouteInfoByTopic answer as the library's :class:`TopicRoute`."""
     datas = tuple(QueueData(d.broker_name, d.read_queue_nums, d.write_queue_nums, d.perm) for d in answer.queue_datas)
-    return TopicRoute(topic, datas)
+    try:
+        return TopicRoute(topic, datas)
+    except RouteError as error:
+        raise TransportError(f"the name server's route is unusable: {error}", "OUT_OF_RANGE") from None
 
 
 def _wire_queue(mq: MessageQueue) -> common_pb2.MessageQueue:
@@ -111,6 +114,10 @@ class GrpcTransport:
 
     def __init__(self, address: str, token: str | None = None, timeout: float = 5.0) -> None:
         address = address.removeprefix(GRPC_SCHEME)
+        if token is not None:
+            bad = next((i for i, ch in enumerate(token) if not " " <= ch <= "~"), None)
+            if bad is not None:  # gRPC metadata is printable ASCII; the position, never the secret itself
+                raise ValueError(f"the token has a character gRPC cannot send at position {bad + 1}: use ASCII")
         self.address = address
         self.long_poll_ms = 1000
         self._timeout = timeout
