@@ -107,7 +107,10 @@ def _read_members(args: argparse.Namespace) -> list[str]:
     if args.members is not None:
         text = args.members.read_text(encoding="utf-8")
         if text.lstrip().startswith("["):
-            members = json.loads(text)
+            try:
+                members = json.loads(text)
+            except (ValueError, RecursionError) as error:
+                raise CommandError(f"{args.members}: not a JSON list of client IDs ({error})") from None
             if not isinstance(members, list) or not all(isinstance(cid, str) and cid for cid in members):
                 raise CommandError(f"{args.members}: expected a JSON list of non-empty client ID strings")
             return members

@@ -126,6 +126,9 @@ class LocalFileOffsetStore:
             except (ValueError, TypeError) as error:  # not from a crash (rename is atomic); from a person, say
                 problems.append(f"{candidate}: {error}")
                 continue
+            except RecursionError:  # JSON nested past Python's stack: nothing this store ever wrote
+                problems.append(f"{candidate}: JSON nested too deeply")
+                continue
             if problems:
                 log.warning("offsets file %s; using %s", problems[0], candidate)
             return offsets

@@ -175,3 +175,11 @@ def test_a_token_grpc_cannot_send_is_refused_at_once() -> None:
     done = run("consumer-progress", "-n", "grpc://127.0.0.1:1", "-g", "G", "--token", "sécret")
     line = one_line_error(done, "position 2")
     assert "sécret" not in line
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '["a", "b"', "[1, 2]"])
+def test_a_bad_members_file_is_one_line(tmp_path: Path, text: str) -> None:
+    path = route(tmp_path, {"brokerName": "b", "readQueueNums": 8})
+    members = tmp_path / "members.json"
+    members.write_text(text, encoding="utf-8")
+    one_line_error(run("simulate", "-t", "T", "--route", path, "--members", members, "--join", "c"), "members.json")
