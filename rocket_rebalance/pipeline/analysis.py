@@ -33,6 +33,7 @@ from itertools import chain
 from typing import Any
 
 from rocket_rebalance.model import (
+    MAX_GROUP_MEMBERS,
     PERM_READ,
     ClientIdList,
     DuplicateClientIdWarning,
@@ -151,6 +152,9 @@ def _check_change(position: int, change: object) -> Mapping[str, Any]:
             raise ScenarioError(f"{where}: client_ids must be a list of non-empty strings")
         if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
             raise ScenarioError(f"{where}: count must be a non-negative integer")
+        if len(ids or ()) > MAX_GROUP_MEMBERS or (count or 0) > MAX_GROUP_MEMBERS:
+            # every executor would build the joiners of every group: a typed extra digit must not exhaust them
+            raise ScenarioError(f"{where}: at most {MAX_GROUP_MEMBERS} consumers join or leave a group at once")
     elif action == "broker_down":
         if not isinstance(change.get("broker"), str) or not change["broker"]:
             raise ScenarioError(f"{where}: broker_down needs a broker name")
@@ -170,7 +174,7 @@ def load_scenario(data: Mapping[str, Any] | str) -> Scenario:
     ``broker_down``, a ``group`` (a name, a list of names, or ``"*"`` for the whole fleet; default ``"*"``):
 
     * ``join``: ``client_ids`` (list) or ``count`` (generated IDs ``10.254.x.y@scenario#k``) join the group;
-    * ``leave``: ``client_ids`` leave, or the last ``count`` consumers in Java order;
+    * ``leave``: ``client_ids`` leave, or the last ``count`` consumers in Java order (all, in a smaller group);
     * ``broker_down``: ``broker``: its queues vanish from every route;
     * ``strategy``: ``strategy`` and optional ``options`` (an object) replace the group's settings.
 
@@ -222,7 +226,7 @@ def apply_scenario(group: str, before: Data | None, scenario: Scenario) -> dict[
                 gone = set(change["client_ids"])
             else:
                 live = sort_client_ids({m["client_id"] for m in members})
-                gone = set(live[len(live) - change["count"] :]) if change["count"] else set()
+                gone = set(live[max(0, len(live) - change["count"]) :]) if change["count"] else set()
             members = [m for m in members if m["client_id"] not in gone]
         else:
             options = change.get("options")

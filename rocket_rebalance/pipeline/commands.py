@@ -7,12 +7,38 @@ works without the ``spark`` extra.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_arguments", "parse_conf", "register"]
+__all__ = ["MAX_GROUPS", "MAX_PARTITIONS", "add_arguments", "check_master", "parse_conf", "register"]
+
+MAX_PARTITIONS = 100_000
+"""Most partitions of the per-group work: each writes one part file per output table, so a typo of a few digits
+would otherwise mean millions of tiny files (a 100-million-group fleet needs a few thousand)."""
+
+MAX_GROUPS = 1_000_000
+"""Most groups ``fleet-gen`` writes: about 10 million members and 100 million offset rows, several GB; a typed
+extra digit should be an error, not a full disk."""
+
+_MASTER = re.compile(
+    r"local(\[([1-9][0-9]*|\*)(,[1-9][0-9]*)?\])?"
+    r"|local-cluster\[[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*\]"
+    r"|spark://[^\s,/]+(,[^\s,/]+)*|k8s://\S+|yarn"
+)
+"""The master URLs Spark accepts (its SparkContext.createTaskScheduler), checked here because a wrong one makes
+the JVM exit before PySpark can say why."""
+
+
+def check_master(master: str) -> None:
+    """Refuse a Spark master URL that Spark would not start with."""
+    if not _MASTER.fullmatch(master):
+        raise ValueError(
+            f"--master {master!r} is not a Spark master "
+            "(local, local[N], local[*], local[N,RETRIES], spark://HOST:PORT, yarn, k8s://URL)"
+        )
 
 
 def parse_conf(items: Sequence[str]) -> dict[str, str]:
@@ -32,9 +58,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     change = parser.add_mutually_exclusive_group()
     change.add_argument("--after", help="a second snapshot folder describing the state after the change")
     change.add_argument("--scenario", help="a scenario JSON file (joins, leaves, broker down, strategy switch)")
-    parser.add_argument("--out", required=True, help="output folder (Parquet tables, report.md, charts/)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="output folder (Parquet tables, report.md, charts/): new, empty, or an earlier impact output (whose "
+        "files it replaces), apart from the inputs",
+    )
     parser.add_argument("--master", default=None, help="Spark master (default local[*]; under spark-submit: its own)")
-    parser.add_argument("--partitions", type=int, default=None, help="partitions of the per-group work")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"partitions of the per-group work, 1 to {MAX_PARTITIONS} (default: 4 per core)",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the Markdown report and charts")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
 
@@ -56,10 +93,10 @@ def _impact(args: argparse.Namespace) -> int:
 def _fleet_gen(args: argparse.Namespace) -> int:
     from rocket_rebalance.pipeline.fleetgen import write_fleet
 
-    if args.groups < 1:
-        raise ValueError("--groups must be at least 1")
-    if not 0.0 <= args.split_views <= 1.0:
-        raise ValueError("--split-views must be between 0 and 1")
+    if not 1 <= args.groups <= MAX_GROUPS:
+        raise ValueError(f"--groups must be between 1 and {MAX_GROUPS}, got {args.groups}")
+    if not 0.0 <= args.split_views <= 1.0:  # NaN too
+        raise ValueError(f"--split-views must be between 0 and 1, got {args.split_views}")
     counts = write_fleet(Path(args.out), args.groups, args.seed, args.split_views, args.format)
     print(f"fleet-gen: {args.groups} groups written to {args.out}", file=sys.stderr)
     for name, count in counts.items():
@@ -84,9 +121,13 @@ def register(subparsers: Any) -> None:
         description="A synthetic fleet snapshot (skewed group sizes, several topics per group, retry topics, "
         "RocketMQ-shaped client IDs, some split views) for tests and benchmarks.",
     )
-    gen.add_argument("--groups", type=int, required=True, help="number of consumer groups")
-    gen.add_argument("--out", required=True, help="snapshot folder to write")
+    gen.add_argument("--groups", type=int, required=True, help=f"number of consumer groups, 1 to {MAX_GROUPS}")
+    gen.add_argument(
+        "--out",
+        required=True,
+        help="snapshot folder to write: new, empty, or an earlier fleet-gen output (whose tables it replaces)",
+    )
     gen.add_argument("--seed", type=int, default=1, help="random seed (same seed, same fleet)")
-    gen.add_argument("--split-views", type=float, default=0.02, help="share of groups with a stale member view")
+    gen.add_argument("--split-views", type=float, default=0.02, help="share of groups with a stale member view, 0 to 1")
     gen.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="table file format")
     gen.set_defaults(handler=_fleet_gen)

@@ -18,7 +18,12 @@ from typing import Any
 
 from rocket_rebalance.model import retry_topic
 
-__all__ = ["generate_fleet", "write_fleet"]
+__all__ = ["MARKER", "generate_fleet", "write_fleet"]
+
+MARKER = "_fleet-gen.json"
+"""Written into a fleet folder before its tables, listing them: a later run deletes exactly those files, so
+switching ``--format`` leaves no stale table of the other format, and a folder fleet-gen did not write (a real
+snapshot, say) is refused instead of overwritten."""
 
 Row = dict[str, Any]
 
@@ -129,17 +134,43 @@ def generate_fleet(
                         )
 
 
+def _claim(out: Path, files: list[str], possible: set[str]) -> None:
+    """Make ``out`` ready for ``files``: remove what an earlier fleet-gen run wrote there (and only that: names in
+    ``possible``), and record the new files; a folder with anything in it and no marker is refused."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"fleet-gen: --out {out} is a file, not a folder")
+    marker = out / MARKER
+    if out.is_dir() and any(out.iterdir()):
+        if not marker.is_file():
+            raise ValueError(
+                f"fleet-gen: --out {out} is not empty and was not written by fleet-gen (no {MARKER}); "
+                "give an empty or new folder"
+            )
+        try:
+            earlier = json.loads(marker.read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"fleet-gen: {marker} is not a fleet-gen marker; give an empty or new folder") from None
+        for name in earlier:
+            if name not in possible:
+                raise ValueError(f"fleet-gen: {marker} names {name!r}, which fleet-gen never writes")
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"written_by": "rocket-rebalance fleet-gen", "files": files}), encoding="utf-8")
+
+
 def write_fleet(
     out: Path, groups: int, seed: int = 1, split_views: float = 0.02, fmt: str = "parquet", chunk: int = 200_000
 ) -> dict[str, int]:
-    """Write the fleet as ``<table>.parquet`` files (or ``.jsonl``) in ``out``; returns the row count per table."""
+    """Write the fleet as ``<table>.parquet`` files (or ``.jsonl``) in ``out``; returns the row count per table.
+
+    ``out`` must be new, empty or an earlier output of this function, whose tables (in either format) are replaced.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from rocket_rebalance.pipeline.schema import INPUT_TABLES
 
     types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "array<string>": pa.list_(pa.string())}
-    out.mkdir(parents=True, exist_ok=True)
     buffers: dict[str, list[Row]] = {name: [] for name in INPUT_TABLES}
     counts = dict.fromkeys(INPUT_TABLES, 0)
     writers: dict[str, Any] = {}
@@ -162,8 +193,11 @@ def write_fleet(
 
     if fmt not in ("parquet", "jsonl"):
         raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
-    for name in INPUT_TABLES:
-        (out / f"{name}.jsonl").unlink(missing_ok=True)
+    _claim(
+        out,
+        [f"{name}.{fmt}" for name in INPUT_TABLES],
+        {f"{name}.{suffix}" for name in INPUT_TABLES for suffix in ("parquet", "jsonl")},
+    )
     try:
         for table, row in generate_fleet(groups, seed, split_views):
             buffers[table].append(row)

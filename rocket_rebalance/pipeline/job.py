@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocket_rebalance.model import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 from rocket_rebalance.pipeline.analysis import Scenario, load_scenario
-from rocket_rebalance.pipeline.commands import add_arguments, parse_conf
+from rocket_rebalance.pipeline.commands import MAX_PARTITIONS, add_arguments, check_master, parse_conf
+from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
 from rocket_rebalance.pipeline.schema import (
     AFTER_TABLES,
@@ -41,14 +42,24 @@ from rocket_rebalance.pipeline.schema import (
     TableSpec,
     check_snapshot,
 )
-from rocket_rebalance.pipeline.validate import NAME_PATTERN
+from rocket_rebalance.pipeline.validate import NAME_PATTERN, NOT_AN_OBJECT, TOO_MANY_QUEUES, type_reason
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["ImpactResult", "build_session", "main", "run_impact"]
+__all__ = ["ImpactError", "ImpactResult", "build_session", "main", "run_impact"]
 
 BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
+
+MALFORMED = "_malformed"
+"""The column :func:`_read` adds: why a row's values cannot be read as the table's types (null when they can)."""
+
+
+class ImpactError(ValueError):
+    """A failure of the Spark job itself, reduced to one line for the command line (``rocket-rebalance: ...``).
+
+    A ``ValueError`` because that is what the command line reports as one line, and the pipeline does not import
+    the command-line package (the layering rule: it uses only the pure layers)."""
 
 
 def build_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
@@ -78,18 +89,38 @@ def build_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
 
 
 def _read(spark: SparkSession, path: Path | str, fmt: str, spec: TableSpec) -> DataFrame:
-    """A table with exactly the spec's columns and types (missing optional columns are null)."""
+    """A table with exactly the spec's columns and types (missing optional columns are null), plus
+    :data:`MALFORMED`: a row holding a value that is not of its column's type is rejected with that reason, like
+    any other bad row, instead of passing as a null (JSON) or stopping the job half-way (Parquet, ANSI casts)."""
     from pyspark.sql import functions as F
 
     if fmt == "json":
-        return spark.read.schema(spec.ddl).json(str(path))
-    frame = spark.read.parquet(str(path))
-    present = set(frame.columns)
-    return frame.select(
-        *[
-            (F.col(f"`{c.name}`") if c.name in present else F.lit(None)).cast(c.spark_type).alias(c.name)
+        line = "_line"  # Spark keeps the text of a line it could not read fully here (its other values stay parsed)
+        frame = (
+            spark.read.schema(f"{spec.ddl}, `{line}` string").option("columnNameOfCorruptRecord", line).json(str(path))
+        )
+        wrong = [
+            F.when(
+                F.col(f"`{c.name}`").isNull() & F.get_json_object(F.col(line), f"$.{c.name}").isNotNull(),
+                F.lit(type_reason(c.name, c.spark_type)),
+            )
             for c in spec.columns
         ]
+        malformed = F.when(F.col(line).isNotNull(), F.coalesce(*wrong, F.lit(NOT_AN_OBJECT)))
+        return frame.select(*[F.col(f"`{c.name}`") for c in spec.columns], malformed.alias(MALFORMED))
+    frame = spark.read.parquet(str(path))
+    present = [c for c in spec.columns if c.name in frame.columns]  # the types were checked before Spark started
+    values = {c.name: F.col(f"`{c.name}`").try_cast(c.spark_type) for c in present}  # null when out of range
+    malformed = F.coalesce(
+        *[
+            F.when(F.col(f"`{c.name}`").isNotNull() & values[c.name].isNull(), F.lit(type_reason(c.name, c.spark_type)))
+            for c in present
+        ],
+        F.lit(None).cast("string"),
+    )
+    return frame.select(
+        *[values.get(c.name, F.lit(None).cast(c.spark_type)).alias(c.name) for c in spec.columns],
+        malformed.alias(MALFORMED),
     )
 
 
@@ -113,6 +144,7 @@ def _reason(table: str) -> Column:
             .when(broker_missing, "broker name is missing")
             .when(c("read_queue_nums").isNull(), "read queue count is missing")
             .when(c("read_queue_nums") < 0, "negative read queue count")
+            .when(c("read_queue_nums") > MAX_TOPIC_QUEUES, TOO_MANY_QUEUES)
             .when(c("perm").isNotNull() & (c("perm") < 0), "negative perm")
         )
     if table == "members":
@@ -148,14 +180,15 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
     good: dict[str, DataFrame] = {}
     bad_rows: list[DataFrame] = []
     for table, frame in frames.items():
-        checked = frame.withColumn("_reason", _reason(table))
+        columns = [name for name in frame.columns if name != MALFORMED]
+        checked = frame.withColumn("_reason", F.coalesce(F.col(MALFORMED), _reason(table))).drop(MALFORMED)
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
         bad = checked.filter(F.col("_reason").isNotNull()).select(
-            (F.col("group") if "group" in frame.columns else F.lit(None).cast("string")).alias("group"),
+            (F.col("group") if "group" in columns else F.lit(None).cast("string")).alias("group"),
             F.lit(side).alias("side"),
             F.lit(table).alias("table"),
             F.col("_reason").alias("reason"),
-            F.to_json(F.struct(*[F.col(f"`{name}`") for name in frame.columns])).alias("row"),
+            F.to_json(F.struct(*[F.col(f"`{name}`") for name in columns])).alias("row"),
         )
         bad_rows.append(bad)
     return good, reduce(lambda left, right: left.unionByName(right), bad_rows)
@@ -216,14 +249,21 @@ def run_impact(
     report: bool = True,
     progress: Callable[[str], None] | None = None,
     conf: dict[str, str] | None = None,
+    inputs: Sequence[Path | str] = (),
 ) -> ImpactResult:
     """Run the whole impact analysis; ``after`` and ``scenario`` are exclusive (neither: the snapshot alone).
 
-    Input tables are checked before Spark starts (a missing table or column raises ``SnapshotError``).
-    ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped at the end.
+    Everything that can be checked is checked before Spark starts: the arguments, the input tables (a missing
+    table or column raises ``SnapshotError``) and the output folder (``OutputError``: it must lie apart from the
+    snapshots, their tables and ``inputs``, further input files such as the scenario's, and hold nothing but an
+    earlier run's output). ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped.
     """
     if after is not None and scenario is not None:
         raise ValueError("give either an after snapshot or a scenario, not both")
+    if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
+        raise ValueError(f"--partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+    if spark is None and master:
+        check_master(master)
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     started = time.monotonic()
     step = 0
@@ -244,6 +284,9 @@ def run_impact(
         )
     compare = after is not None or scenario is not None
     out_text = str(out)
+    target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
+    tables = [path for path, _ in (*before_paths.values(), *(after_paths or {}).values())]
+    claim_output(target, [snapshot, *([after] if after is not None else []), *tables, *inputs])
     own_session = spark is None
     if spark is None:
         log(f"starting Spark ({master or 'master from spark-submit'})")
@@ -254,7 +297,6 @@ def run_impact(
     from rocket_rebalance.pipeline.worker import (
         COUNT_SCHEMA,
         complete_output,
-        prepare_output,
         publish_files,
         write_batches,
     )
@@ -289,8 +331,7 @@ def run_impact(
             )
             groups = groups.join(offsets, "group", "left_outer")
         log(f"analyzing groups in {count} partitions (mapInArrow over Arrow batches; executors write the tables)")
-        target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
-        prepare_output(target)
+        clear_output(target)
         worker = functools.partial(write_batches, out=target, scenario=scenario, compare=compare)
         rows = dict.fromkeys(OUTPUT_TABLES, 0)
         for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
@@ -432,8 +473,14 @@ def _report_data(
     )
 
 
-def run_from_args(args: argparse.Namespace, default_master: str = "local[*]") -> ImpactResult:
-    """Resolve defaults (the packaged sample) and run; shared by the CLI command and ``main``."""
+def run_from_args(
+    args: argparse.Namespace, default_master: str = "local[*]", spark: SparkSession | None = None
+) -> ImpactResult:
+    """Resolve defaults (the packaged sample) and run; shared by the CLI command and ``main``.
+
+    A failure inside Spark (whatever the checks before it could not foresee) is raised as :class:`ImpactError`,
+    one line, so the command line never shows a Java or Python stack trace.
+    """
     from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 
     snapshot = args.snapshot
@@ -446,16 +493,38 @@ def run_from_args(args: argparse.Namespace, default_master: str = "local[*]") ->
     scenario = None
     if scenario_path is not None:
         scenario = load_scenario(Path(scenario_path).read_text(encoding="utf-8"))
-    return run_impact(
-        snapshot,
-        args.out,
-        after=args.after,
-        scenario=scenario,
-        master=args.master or default_master,
-        partitions=args.partitions,
-        report=not args.no_report,
-        conf=parse_conf(args.conf),
-    )
+    try:
+        return run_impact(
+            snapshot,
+            args.out,
+            after=args.after,
+            scenario=scenario,
+            master=args.master or default_master,
+            spark=spark,
+            partitions=args.partitions,
+            report=not args.no_report,
+            conf=parse_conf(args.conf),
+            inputs=[scenario_path] if scenario_path is not None else [],
+        )
+    except Exception as error:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if not isinstance(error, (PySparkException, Py4JError)):
+            raise
+        raise ImpactError(f"the Spark job failed: {spark_error_line(error)}") from None
+
+
+def spark_error_line(error: BaseException) -> str:
+    """The line of a Spark failure that says what went wrong: for an error raised in a Python worker, the last
+    line of its traceback (``NotADirectoryError: ...``); otherwise the first line of Spark's message."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if "Traceback (most recent call last):" in lines:
+        worker = lines[lines.index("Traceback (most recent call last):") + 1 :]
+        raised = [line for line in worker if not line.startswith(("File ", "at ", "^", "~"))]
+        if raised:
+            return raised[-1]
+    return lines[0] if lines else type(error).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rocket_rebalance.pipeline.analysis import Scenario, analyze_group, as_dicts, gc_paused, offsets_from_rows
 from rocket_rebalance.pipeline.schema import AFTER_TABLES, INPUT_TABLES, OUTPUT_TABLES, check_snapshot
-from rocket_rebalance.pipeline.validate import row_reason
+from rocket_rebalance.pipeline.validate import NOT_AN_OBJECT, row_reason, type_reason
 
 __all__ = [
     "Tables",
@@ -31,13 +31,19 @@ __all__ = [
 Row = dict[str, Any]
 Tables = dict[str, list[Row]]
 
+MALFORMED = "_malformed"
+"""Key of a read row whose values are not all of their columns' types: the reason it is rejected."""
+
+_INTEGER_RANGES = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1)}
+
 
 def _coerce(value: Any, spark_type: str) -> Any:
     """A JSON or Parquet value as Spark reads it into ``spark_type``; a wrong type becomes ``None``."""
     if value is None:
         return None
-    if spark_type in ("int", "bigint"):
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if spark_type in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[spark_type]
+        return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
     if spark_type == "string":
         return value if isinstance(value, str) else None
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
@@ -45,7 +51,27 @@ def _coerce(value: Any, spark_type: str) -> Any:
     return None
 
 
-def _file_rows(path: Path, fmt: str) -> Iterator[Mapping[str, Any]]:
+def _typed_row(raw: Any, table: str) -> Row:
+    """A read row with its spec's columns; with :data:`MALFORMED` set when Spark would find it malformed too: a
+    line that is no JSON object, or the first column whose value is not of its type (a string in an int column)."""
+    columns = INPUT_TABLES[table].columns
+    if not isinstance(raw, Mapping):
+        return {**dict.fromkeys(c.name for c in columns), MALFORMED: NOT_AN_OBJECT}
+    row: Row = {c.name: _coerce(raw.get(c.name), c.spark_type) for c in columns}
+    # Spark reads any JSON value into a string (its text) and any list into array<string>; only these fail there
+    wrong = [
+        c
+        for c in columns
+        if (c.spark_type in _INTEGER_RANGES and raw.get(c.name) is not None and row[c.name] is None)
+        or (c.spark_type.startswith("array") and raw.get(c.name) is not None and not isinstance(raw[c.name], list))
+    ]
+    if wrong:
+        row[MALFORMED] = type_reason(wrong[0].name, wrong[0].spark_type)
+    return row
+
+
+def _file_rows(path: Path, fmt: str) -> Iterator[Any]:
+    """Each row of a table's files: a dict, or for a JSON line that does not parse, ``None`` (a malformed row)."""
     files = (
         [path]
         if path.is_file()
@@ -62,19 +88,17 @@ def _file_rows(path: Path, fmt: str) -> Iterator[Mapping[str, Any]]:
             with file.open(encoding="utf-8") as handle:
                 for line in handle:
                     if line.strip():
-                        yield json.loads(line)
+                        try:
+                            yield json.loads(line)
+                        except json.JSONDecodeError:
+                            yield None
 
 
 def read_snapshot(snapshot: Path, tables: Iterable[str]) -> Tables:
-    """Every table's rows, with the columns of its spec only (missing optional columns are ``None``)."""
+    """Every table's rows, with the columns of its spec only (missing optional columns are ``None``), and the
+    :data:`MALFORMED` reason of a row Spark cannot read either."""
     found = check_snapshot(snapshot, list(tables))
-    result: Tables = {}
-    for table, (path, fmt) in found.items():
-        columns = INPUT_TABLES[table].columns
-        result[table] = [
-            {c.name: _coerce(raw.get(c.name), c.spark_type) for c in columns} for raw in _file_rows(path, fmt)
-        ]
-    return result
+    return {table: [_typed_row(raw, table) for raw in _file_rows(path, fmt)] for table, (path, fmt) in found.items()}
 
 
 def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
@@ -83,7 +107,7 @@ def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
     for table, rows in tables.items():
         keep = good.setdefault(table, [])
         for row in rows:
-            reason = row_reason(table, row)
+            reason = row.pop(MALFORMED, None) or row_reason(table, row)
             if reason is None:
                 keep.append(row)
             else:
@@ -182,9 +206,11 @@ def write_reference(
     single-process baseline the benchmark times against the Spark job. It writes through the executors' own
     :class:`~rocket_rebalance.pipeline.worker.TableWriters` (one part file per table), so the layouts are the same.
     """
-    from rocket_rebalance.pipeline.worker import TABLE_FIELDS, TableWriters, prepare_output
+    from rocket_rebalance.pipeline.output import claim_output, clear_output
+    from rocket_rebalance.pipeline.worker import TABLE_FIELDS, TableWriters
 
-    prepare_output(str(out))
+    claim_output(str(out), [snapshot, *([after] if after is not None else [])])
+    clear_output(str(out))
     writers = TableWriters(str(out), "part-00000")
     rejected: list[Row] = []
     try:

@@ -13,11 +13,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BUCKET_WIDTH", "ReportData", "bucket", "report_data_from_tables", "write_report"]
+__all__ = [
+    "BUCKET_WIDTH",
+    "CHARTS_FOLDER",
+    "CHART_FILES",
+    "ReportData",
+    "bucket",
+    "report_data_from_tables",
+    "write_report",
+]
 
 BUCKET_WIDTH = 0.1
 BUCKET_CAP = 3.0
 TOP = 20
+
+CHARTS_FOLDER = "charts"
+BALANCE_CHART, STRATEGIES_CHART, EXPOSURE_CHART = CHART_FILES = ("balance.png", "strategies.png", "exposure.png")
+"""Every file the report may draw: a new run removes exactly these from an earlier run's output, nothing else."""
 
 
 def bucket(max_over_avg: float) -> float:
@@ -126,7 +138,7 @@ def _charts(data: ReportData, folder: Path) -> list[tuple[str, str]]:
         ax.set_xlabel("max / avg queues per consumer (3.0 = 3.0 and above)")
         ax.set_ylabel("group-topics")
         ax.set_title(f"Balance per group and topic ({data.balance_side})")
-        save(fig, "balance.png", "Distribution of max/avg")
+        save(fig, BALANCE_CHART, "Distribution of max/avg")
     if data.strategies:
         fig, ax = plt.subplots(figsize=(7, 3.5))
         names = [row["strategy"] for row in data.strategies]
@@ -139,14 +151,14 @@ def _charts(data: ReportData, folder: Path) -> list[tuple[str, str]]:
         ax.set_ylabel("share of queues")
         ax.set_title("Moved share per strategy, fleet-wide")
         ax.legend()
-        save(fig, "strategies.png", "Moved share per strategy")
+        save(fig, STRATEGIES_CHART, "Moved share per strategy")
     exposed = [row for row in data.top_exposure if row["exposure"]]
     if exposed:
         fig, ax = plt.subplots(figsize=(7, max(2.5, 0.3 * len(exposed) + 1)))
         ax.barh([row["group"] for row in reversed(exposed)], [row["exposure"] for row in reversed(exposed)])
         ax.set_xlabel("messages at risk of re-delivery")
         ax.set_title("Top groups by re-delivery exposure")
-        save(fig, "exposure.png", "Top groups by exposure")
+        save(fig, EXPOSURE_CHART, "Top groups by exposure")
     return charts
 
 
@@ -163,7 +175,7 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def write_report(data: ReportData, out: Path) -> Path:
     """Write ``report.md`` and its charts into ``out``; returns the report's path."""
-    charts = _charts(data, out / "charts")
+    charts = _charts(data, out / CHARTS_FOLDER)
     lines = [f"# Fleet impact: {data.title}", ""]
     lines += data.notes + ([""] if data.notes else [])
     lines += ["## Fleet totals", "", *_table([{"figure": k, "value": v} for k, v in data.totals.items()]), ""]

@@ -103,13 +103,23 @@ AFTER_TABLES = ("routes", "members", "subscriptions", "groups")
 def table_path(snapshot: Path, table: str) -> tuple[Path, str]:
     """Where a table lives in a snapshot folder and its format: ``<table>.parquet`` or ``<table>.jsonl``.
 
-    Either may be one file or a folder of part files (as Spark writes them).
+    Either may be one file or a folder of part files (as Spark writes them). A table present in two formats is an
+    error rather than a choice: one of them is stale (a fleet rewritten in another format), and reading either
+    silently would analyse a fleet nobody asked about.
     """
-    for suffix, fmt in ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json")):
-        path = snapshot / f"{table}{suffix}"
-        if path.exists():
-            return path, fmt
-    raise SnapshotError(f"snapshot {snapshot}: table {table!r} not found (expected {table}.parquet or {table}.jsonl)")
+    found = [
+        (snapshot / f"{table}{suffix}", fmt)
+        for suffix, fmt in ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json"))
+        if (snapshot / f"{table}{suffix}").exists()
+    ]
+    if len(found) > 1:
+        names = " and ".join(path.name for path, _ in found)
+        raise SnapshotError(f"snapshot {snapshot}: table {table!r} is there twice, as {names}; remove the stale one")
+    if not found:
+        raise SnapshotError(
+            f"snapshot {snapshot}: table {table!r} not found (expected {table}.parquet or {table}.jsonl)"
+        )
+    return found[0]
 
 
 def _data_files(path: Path, fmt: str) -> list[Path]:
@@ -119,15 +129,48 @@ def _data_files(path: Path, fmt: str) -> list[Path]:
     return sorted(p for p in path.glob(pattern) if not p.name.startswith(("_", ".")))
 
 
-def _columns_of(path: Path, fmt: str) -> set[str] | None:
+def _fits(kind: pa.DataType, spark_type: str) -> bool:
+    """Whether a Parquet column of Arrow type ``kind`` can be read as ``spark_type`` (all-null columns can)."""
+    if pa.types.is_null(kind):
+        return True
+    if pa.types.is_dictionary(kind):
+        return _fits(kind.value_type, spark_type)
+    if spark_type in ("int", "bigint"):
+        return bool(pa.types.is_integer(kind))
+    if spark_type == "string":
+        return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+    return bool(pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _fits(kind.value_type, "string")
+
+
+def _parquet_columns(files: list[Path], spec: TableSpec, where: str) -> set[str]:
+    """Column names of Parquet files, whose types must fit the spec: a whole column of the wrong type is a wrong
+    file, not a set of bad rows, and Spark would only find out half-way through the job."""
+    import pyarrow.parquet as pq
+
+    names: set[str] = set()
+    for file in files:
+        try:
+            schema = pq.read_schema(file)
+        except (pa.ArrowException, OSError) as error:
+            raise SnapshotError(f"{where}: {file.name} is not a Parquet file ({error})") from None
+        if not names:
+            names = set(schema.names)
+        for column in spec.columns:
+            if column.name in schema.names and not _fits(schema.field(column.name).type, column.spark_type):
+                raise SnapshotError(
+                    f"{where}: {file.name} column {column.name} is {schema.field(column.name).type}, "
+                    f"expected {column.spark_type}"
+                )
+    return names
+
+
+def _columns_of(path: Path, fmt: str, spec: TableSpec, where: str) -> set[str] | None:
     """Column names of the first data file, or ``None`` for an empty table (nothing to check)."""
     files = _data_files(path, fmt)
     if not files:
         return None
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        return set(pq.read_schema(files[0]).names)
+        return _parquet_columns(files, spec, where)
     with files[0].open(encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
@@ -145,14 +188,15 @@ def check_snapshot(snapshot: Path, tables: tuple[str, ...] | list[str]) -> dict[
     """Each table's path and format; raises :class:`SnapshotError` for a missing folder, table or column.
 
     JSON Lines tables are checked on their first object: required columns must be present (``null`` is allowed
-    and rejected later, row by row, with a reason).
+    and rejected later, row by row, with a reason, as is a value of the wrong type). Parquet tables are checked on
+    every file's schema: required columns present, and every column of a type that can be read as the spec's.
     """
     if not snapshot.is_dir():
         raise SnapshotError(f"snapshot {snapshot}: not a folder")
     found: dict[str, tuple[Path, str]] = {}
     for table in tables:
         path, fmt = table_path(snapshot, table)
-        columns = _columns_of(path, fmt)
+        columns = _columns_of(path, fmt, INPUT_TABLES[table], f"snapshot {snapshot}: table {table}")
         if columns is not None:
             required = [c.name for c in INPUT_TABLES[table].columns if c.required]
             missing = [name for name in required if name not in columns]

@@ -12,14 +12,27 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rocket_rebalance.model import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 
-__all__ = ["NAME_PATTERN", "ROW_CHECKS", "row_reason", "valid_name"]
+__all__ = ["NAME_PATTERN", "NOT_AN_OBJECT", "ROW_CHECKS", "TOO_MANY_QUEUES", "row_reason", "type_reason", "valid_name"]
 
 NAME_PATTERN = r"^[%|a-zA-Z0-9_-]+\z"
 """RocketMQ's topic and group name rule, in Java regex syntax (``\\z``: no trailing newline accepted)."""
 
 _NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+TOO_MANY_QUEUES = f"read queue count above {MAX_TOPIC_QUEUES}"
+"""A route no broker reports (RocketMQ topics have up to a few thousand queues), which would make every consumer
+of the topic allocate from billions of queues."""
+
+NOT_AN_OBJECT = "not a JSON object"
+"""The reason for a JSON Lines line that is not a JSON object at all (checked before any other rule)."""
+
+
+def type_reason(column: str, spark_type: str) -> str:
+    """The reason for a row whose ``column`` holds a value that is not of the column's type (a string in an int
+    column, a number beyond its range): checked before any other rule, since the value cannot even be read."""
+    return f"{column} is not a valid {spark_type}"
 
 
 def valid_name(value: object, max_length: int) -> bool:
@@ -38,6 +51,8 @@ def _route(row: Row) -> str | None:
         return "read queue count is missing"
     if row["read_queue_nums"] < 0:
         return "negative read queue count"
+    if row["read_queue_nums"] > MAX_TOPIC_QUEUES:
+        return TOO_MANY_QUEUES
     if row.get("perm") is not None and row["perm"] < 0:
         return "negative perm"
     return None

@@ -30,8 +30,8 @@ __all__ = [
     "TableWriters",
     "analyze_rows",
     "complete_output",
+    "filesystem",
     "offsets_per_group",
-    "prepare_output",
     "publish_files",
     "write_batches",
 ]
@@ -83,7 +83,7 @@ class TableWriters:
     """
 
     def __init__(self, out: str, part: str) -> None:
-        self.fs, self.base = _filesystem(out)
+        self.fs, self.base = filesystem(out)
         self.part = part
         self.rows = dict.fromkeys(OUTPUT_TABLES, 0)
         self._writers: dict[str, tuple[pq.ParquetWriter, str]] = {}
@@ -120,7 +120,8 @@ class TableWriters:
         self._writers.clear()
 
 
-def _filesystem(out: str) -> tuple[pafs.FileSystem, str]:
+def filesystem(out: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow file system and path of a local path or a URI pyarrow can write to."""
     if "://" in out:
         scheme, rest = out.split("://", 1)
         # Spark's Hadoop connectors say s3a:// (or s3n://) where pyarrow says s3://
@@ -162,32 +163,19 @@ def write_batches(
     yield pa.RecordBatch.from_pylist([{"table": t, "rows": n} for t, n in writers.rows.items()], schema=COUNT_SCHEMA)
 
 
-def prepare_output(out: str) -> None:
-    """Remove every output table a previous run left in ``out`` (the job's "overwrite")."""
-    filesystem, base = _filesystem(out)
-    for table in OUTPUT_TABLES:
-        found = filesystem.get_file_info(f"{base}/{table}.parquet")
-        if found.type == pafs.FileType.Directory:
-            filesystem.delete_dir(found.path)
-        elif found.type == pafs.FileType.File:
-            filesystem.delete_file(found.path)
-
-
 def publish_files(local: str, out: str) -> None:
     """Copy every file under the local folder ``local`` into ``out`` (a path or a URI), keeping relative paths."""
-    filesystem, base = _filesystem(out)
-    pafs.copy_files(local, base, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=filesystem)
+    fs, base = filesystem(out)
+    pafs.copy_files(local, base, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
 
 
 def complete_output(out: str) -> None:
     """Give every table that no task wrote (no group at all) an empty part file, so each table can be read."""
-    filesystem, base = _filesystem(out)
-    missing = [
-        t for t in OUTPUT_TABLES if filesystem.get_file_info(f"{base}/{t}.parquet").type == pafs.FileType.NotFound
-    ]
+    fs, base = filesystem(out)
+    missing = [t for t in OUTPUT_TABLES if fs.get_file_info(f"{base}/{t}.parquet").type == pafs.FileType.NotFound]
     if missing:
         writers = TableWriters(out, "part-empty")
         writers.close()  # every table gets a file; only the missing ones are kept
         for table in OUTPUT_TABLES:
             if table not in missing:
-                filesystem.delete_file(f"{base}/{table}.parquet/part-empty.parquet")
+                fs.delete_file(f"{base}/{table}.parquet/part-empty.parquet")

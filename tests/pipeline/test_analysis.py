@@ -273,6 +273,13 @@ def test_scenario_applies_joins_leaves_broker_down_and_strategy() -> None:
     assert views[CIDS[0]] == sorted(CIDS[:3]) and list(views.values()).count(None) == 1
 
 
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 100])
+def test_a_leave_count_takes_that_many_or_everyone(count: int) -> None:
+    before = side([(c, None) for c in CIDS[:3]])
+    after = apply_scenario("G1", before, load_scenario({"changes": [{"action": "leave", "count": count}]}))
+    assert after is not None and len(after["members"]) == max(0, 3 - count)
+
+
 @pytest.mark.parametrize(
     ("scenario", "message"),
     [

@@ -24,7 +24,6 @@ from rocket_rebalance.pipeline.worker import (  # noqa: E402
     TableWriters,
     complete_output,
     offsets_per_group,
-    prepare_output,
     write_batches,
 )
 
@@ -120,11 +119,17 @@ def test_a_failing_batch_publishes_no_part_file(tmp_path: Path) -> None:
 
 
 def test_output_is_cleared_before_and_completed_after_a_run(tmp_path: Path) -> None:
+    from rocket_rebalance.pipeline.output import claim_output, clear_output
+
     (tmp_path / "groups.parquet").mkdir()
-    (tmp_path / "groups.parquet" / "part-old.parquet").write_text("from an earlier run")
-    (tmp_path / "report.md").write_text("not a table: kept")
-    prepare_output(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
+    (tmp_path / "groups.parquet" / "part-00000.parquet").write_text("from an earlier run")
+    (tmp_path / "report.md").write_text("an earlier run's report")
+    (tmp_path / "summary.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("not ours: kept")
+    (tmp_path / "_rocket-rebalance-impact.json").write_text("{}")
+    claim_output(str(tmp_path))
+    clear_output(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_rocket-rebalance-impact.json", "notes.txt"]
     complete_output(str(tmp_path))  # a fleet with no group: every table readable, and empty
     for name in OUTPUT_TABLES:
         table = pq.read_table(tmp_path / f"{name}.parquet")

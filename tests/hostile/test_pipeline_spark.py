@@ -1,0 +1,128 @@
+"""Hostile inputs that get as far as Spark: bad rows are rejected with a reason (the same in the Spark job and the
+plain-Python reference), an earlier output is replaced without losing anybody else's file, and whatever Spark
+itself fails on reaches the command line as one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocket_rebalance.pipeline import SAMPLE_SNAPSHOT
+from tests.pipeline.conftest import spark  # noqa: F401  (the session's one local SparkSession)
+
+pytestmark = pytest.mark.spark
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def rejected_by_spark(session: Any, snapshot: Path, out: Path) -> list[tuple[str, str]]:
+    from rocket_rebalance.pipeline.job import run_impact
+
+    run_impact(snapshot, out, spark=session, partitions=2, report=False, progress=lambda line: None)
+    return sorted((r["table"], r["reason"]) for r in pq.read_table(out / "rejected.parquet").to_pylist())
+
+
+def rejected_by_reference(snapshot: Path) -> list[tuple[str, str]]:
+    from rocket_rebalance.pipeline.reference import run_reference
+
+    return sorted((r["table"], r["reason"]) for r in run_reference(snapshot)["rejected"])
+
+
+def test_json_values_of_the_wrong_type_are_rejected_rows_with_a_reason(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    snapshot = tmp_path / "snap"
+    shutil.copytree(SAMPLE_SNAPSHOT, snapshot)
+    with (snapshot / "routes.jsonl").open("a") as routes:
+        routes.write(json.dumps({"topic": "T1", "broker": "b", "read_queue_nums": "8"}) + "\n")
+        routes.write(json.dumps({"topic": "T2", "broker": "b", "read_queue_nums": 2**31}) + "\n")
+        routes.write(json.dumps({"topic": "T3", "broker": "b", "read_queue_nums": 4, "perm": True}) + "\n")
+        routes.write(json.dumps({"topic": "T4", "broker": "b", "read_queue_nums": 2**31 - 1}) + "\n")
+        routes.write("this line is not JSON\n")
+        routes.write("[1, 2]\n")
+    with (snapshot / "offsets.jsonl").open("a") as offsets:
+        offsets.write(
+            json.dumps(
+                {"group": "G", "topic": "T", "broker": "b", "queue_id": 0, "max_offset": 1.5, "committed_offset": 0}
+            )
+            + "\n"
+        )
+    found = rejected_by_spark(spark, snapshot, tmp_path / "out")
+    assert found == rejected_by_reference(snapshot)
+    new = {reason for table, reason in found if table in ("routes", "offsets")}
+    assert {
+        "read_queue_nums is not a valid int",
+        "perm is not a valid int",
+        "not a JSON object",
+        "max_offset is not a valid bigint",
+        "read queue count above 65536",
+    } <= new
+    assert [reason for table, reason in found if table == "routes"].count("read_queue_nums is not a valid int") == 2
+
+
+def test_parquet_integers_beyond_the_column_type_are_rejected_rows(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    snapshot = tmp_path / "snap"
+    shutil.copytree(SAMPLE_SNAPSHOT, snapshot)
+    (snapshot / "routes.jsonl").unlink()
+    routes = pa.table(
+        {
+            "topic": ["OrderTopic", "PayTopic"],
+            "broker": ["broker-a", "broker-a"],
+            "read_queue_nums": pa.array([8, 2**40], pa.int64()),  # pandas writes int64; Spark's int is 32 bits
+        }
+    )
+    pq.write_table(routes, snapshot / "routes.parquet")
+    found = rejected_by_spark(spark, snapshot, tmp_path / "out")
+    assert found == rejected_by_reference(snapshot)
+    assert ("routes", "read_queue_nums is not a valid int") in found
+
+
+def test_a_new_run_replaces_the_earlier_output_and_nothing_else(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    from rocket_rebalance.pipeline.job import run_impact
+
+    out = tmp_path / "out"
+    run_impact(SAMPLE_SNAPSHOT, out, spark=spark, partitions=2, report=True, progress=lambda line: None)
+    assert (out / "report.md").exists() and (out / "charts" / "balance.png").exists()
+    (out / "notes.txt").write_text("an operator's notes")
+    (out / "charts" / "annotated.png").write_bytes(b"not ours")
+    run_impact(SAMPLE_SNAPSHOT, out, spark=spark, partitions=2, report=False, progress=lambda line: None)
+    assert not (out / "report.md").exists() and not (out / "charts" / "balance.png").exists()  # no stale report
+    assert (out / "notes.txt").read_text() == "an operator's notes"
+    assert (out / "charts" / "annotated.png").read_bytes() == b"not ours"
+    assert pq.read_table(out / "groups.parquet").num_rows == 6
+
+
+def test_a_failure_inside_spark_is_one_line(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    from rocket_rebalance.pipeline.job import ImpactError, run_from_args
+
+    args = argparse.Namespace(
+        snapshot=f"file://{tmp_path}/missing",  # a URI: read by Spark, so only Spark can find it missing
+        after=None,
+        scenario=None,
+        out=str(tmp_path / "out"),
+        master=None,
+        partitions=2,
+        no_report=True,
+        conf=[],
+    )
+    with pytest.raises(ImpactError) as raised:
+        run_from_args(args, spark=spark)
+    message = str(raised.value)
+    assert message.startswith("the Spark job failed: ") and "\n" not in message
+    assert "PATH_NOT_FOUND" in message
+
+
+def test_an_error_in_a_python_worker_is_reduced_to_its_last_line(spark: Any) -> None:  # noqa: F811
+    from rocket_rebalance.pipeline.job import spark_error_line
+
+    def fail(batches: Any) -> Any:
+        for _ in batches:
+            raise NotADirectoryError("cannot create /out/groups.parquet")
+        yield from ()
+
+    with pytest.raises(Exception) as raised:
+        spark.range(1).mapInArrow(fail, "id long").collect()
+    assert spark_error_line(raised.value) == "NotADirectoryError: cannot create /out/groups.parquet"
