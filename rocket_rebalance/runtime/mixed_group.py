@@ -166,12 +166,16 @@ class MixedGroup:
 
     @contextlib.contextmanager
     def traffic(self, interval: float) -> Iterator[None]:
-        """Steady traffic while the block runs: one message to every queue each ``interval`` seconds."""
+        """Steady traffic while the block runs: one message to every queue each ``interval`` seconds (a send the
+        broker refuses for a moment, as a busy broker does, is skipped rather than ending the traffic)."""
         stop = threading.Event()
 
         def send() -> None:
             while not stop.wait(interval):
-                self.produce(1)
+                try:
+                    self.produce(1)
+                except TransportError:  # e.g. SYSTEM_BUSY: a loaded broker's flow control; the next tick sends
+                    continue
 
         producer = threading.Thread(target=send, name="rr-traffic", daemon=True)
         producer.start()
