@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import sqlite3
@@ -56,6 +57,23 @@ CREATE TABLE IF NOT EXISTS message (
     PRIMARY KEY (broker, topic, queue_id, queue_offset)
 ) WITHOUT ROWID;
 """
+
+
+
+def _tables(db: sqlite3.Connection) -> dict[str, str]:
+    """Each table's definition as SQLite stored it."""
+    return dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+
+
+@functools.cache
+def _expected_tables() -> dict[str, str]:
+    """The definitions :data:`_SCHEMA` creates, to compare an opened file's with."""
+    fresh = sqlite3.connect(":memory:")
+    try:
+        fresh.executescript(_SCHEMA)
+        return _tables(fresh)
+    finally:
+        fresh.close()
 
 
 @dataclass(frozen=True)
@@ -157,11 +175,13 @@ class Store:
                     f"data directory {path.parent} has schema version {version}, expected {SCHEMA_VERSION}"
                 )
             db.executescript(_SCHEMA)
+            if _tables(db) != _expected_tables():  # a damaged table definition passes quick_check
+                raise ConfigError(f"data directory {path.parent}: {path.name} has damaged table definitions")
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             if self._max_bytes is not None:
                 page_size = db.execute("PRAGMA page_size").fetchone()[0]
                 db.execute(f"PRAGMA max_page_count={max(1, self._max_bytes // page_size)}")
-        except sqlite3.Error as error:
+        except (sqlite3.Error, UnicodeDecodeError) as error:  # the latter: a damaged name in quick_check's report
             db.close()
             raise ConfigError(
                 f"data directory {path.parent}: {path.name} is not a usable SQLite database ({error})"
