@@ -65,8 +65,9 @@ class BrokerState:
     def connection_count(self) -> int:
         return sum(len(streams) for streams in self._connections.values())
 
-    def streams_of(self, client_id: str) -> int:
-        return len(self._connections.get(client_id, ()))
+    def listings(self, client_id: str) -> int:
+        """How often a member is listed: once per open stream (per connection, as RocketMQ), at least once."""
+        return max(1, len(self._connections.get(client_id, ())))
 
     # -- membership -----------------------------------------------------------------------------------------
 
@@ -74,7 +75,7 @@ class BrokerState:
         """The group's members in join order, each listed once per open stream (at least once), as a RocketMQ
         broker lists a client ID once per connection: two processes sharing an ID show it twice, so each can
         tell that its ID is not its own alone."""
-        return [cid for cid in self.registry.client_ids(group) for _ in range(max(1, self.streams_of(cid)))]
+        return [cid for cid in self.registry.client_ids(group) for _ in range(self.listings(cid))]
 
     def _groups_of(self, client_id: str) -> list[str]:
         return [group for group in self.registry.groups() if client_id in self.registry.client_ids(group)]

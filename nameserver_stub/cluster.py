@@ -393,7 +393,7 @@ class Cluster:
                 for name, state in self._brokers.items()
                 if state.up and (broker is None or name == broker)
                 for member in state.registry.members(group)
-                for _ in range(max(1, state.streams_of(member.client_id)))
+                for _ in range(state.listings(member.client_id))
             ]
         if not views:
             raise NotFound(f"consumer group {group!r} is not online")

@@ -93,8 +93,7 @@ class ListenerError(Exception):
     def __init__(self, mq: MessageQueue, batch: Sequence[Message], then: str, error: Exception) -> None:
         offsets = [m.queue_offset for m in batch]
         super().__init__(f"{type(error).__name__}: {error} on {mq} offsets {offsets}; {then}")
-        self.__cause__ = error
-        self.__traceback__ = error.__traceback__
+        self.__cause__ = error  # logged with its traceback, as the cause
 
 
 class ClientIdSharedError(Exception):

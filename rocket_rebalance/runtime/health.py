@@ -75,7 +75,12 @@ class Health:
                 log.exception("the on_error hook failed")
 
     def ok(self, kind: str) -> None:
-        """``kind`` works again: forget its failures (and say so if they were reported)."""
+        """``kind`` works again: forget its failures (and say so if they were reported).
+
+        Called after every successful batch, so the usual case (nothing failing) takes no lock: a dict membership
+        test is atomic, and a failure recorded just after it is cleared by the next success."""
+        if kind not in self._problems:
+            return
         with self._lock:
             problem = self._problems.pop(kind, None)
         if problem is not None:
