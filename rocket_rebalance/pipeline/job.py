@@ -1,4 +1,4 @@
-"""The fleet impact job on Spark; also the entry module for ``spark-submit``.
+"""The fleet impact job on Spark (its ``spark-submit`` entry is :mod:`.submit`).
 
 Steps: check the input tables (before Spark starts), read them with fixed schemas, reject bad rows with a reason
 (Spark column expressions stating the rules of :mod:`~rocket_rebalance.pipeline.validate`), assemble one row per
@@ -10,7 +10,7 @@ counts. The fleet never comes to the driver: only the counts and the report's ag
 On a cluster::
 
     spark-submit --master yarn --py-files rocket_rebalance.zip \\
-        rocket_rebalance/pipeline/job.py --snapshot hdfs:///fleet/snap --scenario deploy.json --out hdfs:///fleet/out
+        rocket_rebalance/pipeline/submit.py --snapshot hdfs:///fleet/snap --scenario deploy.json --out hdfs:///fleet/out
 
 (local paths are checked before Spark starts; URIs with a scheme are left to Spark for the input, and to
 pyarrow's file systems for the tables the executors write, so the executors need write access to ``--out``.)
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 from rocket_rebalance.pipeline.analysis import Scenario, load_scenario
-from rocket_rebalance.pipeline.commands import MAX_PARTITIONS, add_arguments, check_master, parse_conf
+from rocket_rebalance.pipeline.options import MAX_PARTITIONS, check_master, parse_conf
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
 from rocket_rebalance.pipeline.schema import (
@@ -47,7 +47,7 @@ from rocket_rebalance.pipeline.validate import NAME_PATTERN, NOT_AN_OBJECT, TOO_
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["ImpactError", "ImpactResult", "build_session", "main", "run_impact"]
+__all__ = ["ImpactError", "ImpactResult", "build_session", "run_from_args", "run_impact", "spark_error_line"]
 
 BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
 
@@ -525,20 +525,3 @@ def spark_error_line(error: BaseException) -> str:
         if raised:
             return raised[-1]
     return lines[0] if lines else type(error).__name__
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The spark-submit entry: the master comes from spark-submit unless ``--master`` is given."""
-    parser = argparse.ArgumentParser(prog="rocket_rebalance.pipeline.job", description="fleet impact analysis")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        run_from_args(args, default_master="")
-    except (ValueError, OSError) as error:
-        print(f"impact: {error}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -159,10 +159,10 @@ def test_cli_reports_a_missing_column_in_one_line(tmp_path: Path, capsys: pytest
 def test_entry_module_runs_under_spark_submit(tmp_path: Path) -> None:
     import pyspark
 
-    import rocket_rebalance.pipeline.job as job
+    import rocket_rebalance.pipeline.submit as entry_module
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    entry = Path(job.__file__)  # the installed entry module, as a cluster user would submit it
+    entry = Path(entry_module.__file__)  # the installed entry module, as a cluster user would submit it
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     command = [
         str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(entry),
