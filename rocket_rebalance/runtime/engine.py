@@ -99,6 +99,7 @@ class ListenerError(Exception):
 class ClientIdSharedError(Exception):
     """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
 
+
 MessageListener = Callable[[list[Message]], None]
 """Consumes a batch; raising means "not consumed": the batch is retried while the queue is still ours."""
 
@@ -293,6 +294,7 @@ class Engine:
             queues=rows,
             consumed_ok=self.consumed,
             consumed_failed=self.failed,
+            strategy=f"{type(self.config.strategy).__module__}.{type(self.config.strategy).__qualname__}",
         )
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:

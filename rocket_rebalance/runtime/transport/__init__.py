@@ -28,6 +28,7 @@ __all__ = [
     "AdminTransport",
     "BrokerRequests",
     "ConnectionRow",
+    "ConsumerReport",
     "GroupRegistration",
     "Message",
     "NotificationStream",
@@ -144,6 +145,10 @@ class RunningInfo:
     queues: Mapping[MessageQueue, QueueRunInfo]
     consumed_ok: int = 0
     consumed_failed: int = 0
+    strategy: str = ""
+    """The strategy's class, dotted, as the start of Java's ``allocateMessageQueueStrategy`` property reads
+    (``org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely@1b6d3586``): the class names of
+    this library's strategies are Java's, so a collector maps both kinds by the last dotted part."""
 
 
 class BrokerRequests(Protocol):
@@ -168,6 +173,19 @@ class ProgressRow:
     diff: int
     last_owner: str
     lock_owner: str
+
+
+@dataclass(frozen=True)
+class ConsumerReport:
+    """What one consumer says about itself when an operator asks (GET_CONSUMER_RUNNING_INFO, relayed by a broker
+    to the consumer's connection): the queues of its process-queue table, which is what it *observes* holding,
+    and its properties. Java sends its consumer's fields there (``allocateMessageQueueStrategy`` as the strategy
+    object's ``toString``, ``messageModel`` ...) and ``PROP_CLIENT_LANGUAGE``; this library's consumers send the
+    same keys, so the snapshot collector reads both kinds alike."""
+
+    client_id: str
+    queues: frozenset[MessageQueue]
+    properties: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -273,6 +291,21 @@ class AdminTransport(Transport, Protocol):
     def consumer_progress(self, consumer_group: str, topic: str = "") -> list[ProgressRow]: ...
 
     def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]: ...
+
+    def topics(self) -> list[str]:
+        """Every topic the name server knows, sorted (retry and system topics included)."""
+        ...
+
+    def consumer_groups(self) -> list[str]:
+        """Every consumer group the brokers know (their subscription-group configs, or for the stub every group
+        with a registration or stored offsets), sorted."""
+        ...
+
+    def consumer_report(self, consumer_group: str, client_id: str) -> ConsumerReport:
+        """Ask one consumer, through a broker it is connected to, what it holds. Raises :class:`TransportError`
+        with code ``NOT_FOUND`` when the consumer has no connection, ``DEADLINE_EXCEEDED`` when it does not
+        answer in time."""
+        ...
 
 
 _HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")

@@ -317,6 +317,7 @@ class RemotingTransport:
             "PROP_CLIENT_LANGUAGE": "PYTHON",
             "messageModel": info.message_model,
             "consumeFromWhere": info.consume_from_where,
+            "allocateMessageQueueStrategy": info.strategy,
         }
         subscriptions = [bodies.Subscription(topic, "*", self._sub_version) for topic in info.topics]
         table = {
