@@ -8,9 +8,10 @@ from nameserver_stub import validate
 from nameserver_stub.cluster import Cluster
 from nameserver_stub.errors import InvalidArgument
 from nameserver_stub.registry import Subscription
+from nameserver_stub.relay import RunningInfoRelay
 from nameserver_stub.rpc import unary
 from rocket_rebalance._proto.v1 import admin_pb2 as pb
-from rocket_rebalance._proto.v1 import admin_pb2_grpc, common_pb2
+from rocket_rebalance._proto.v1 import admin_pb2_grpc, broker_pb2, common_pb2
 
 
 def _subscription(sub: Subscription) -> common_pb2.SubscriptionData:
@@ -20,9 +21,12 @@ def _subscription(sub: Subscription) -> common_pb2.SubscriptionData:
 
 
 class AdminService(admin_pb2_grpc.AdminServicer):
-    def __init__(self, cluster: Cluster, cluster_name: str) -> None:
+    def __init__(
+        self, cluster: Cluster, cluster_name: str, relay: RunningInfoRelay[broker_pb2.ReportRunningInfoRequest]
+    ) -> None:
         self._cluster = cluster
         self._cluster_name = cluster_name
+        self._relay = relay
 
     @unary
     def CreateOrUpdateTopic(
@@ -93,6 +97,30 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             ],
             subscription_table=[_subscription(sub) for sub in self._cluster.subscriptions(group)],
         )
+
+    @unary
+    def ConsumerRunningInfo(
+        self, request: pb.ConsumerRunningInfoRequest, context: Any
+    ) -> pb.ConsumerRunningInfoResponse:
+        group = validate.group(request.consumer_group)
+        client = validate.client_id(request.client_id)
+        timeout = validate.running_info_timeout(request.timeout_ms)
+        remaining = context.time_remaining()  # no use waiting past the caller's own deadline
+        if remaining is not None:
+            timeout = max(0.0, min(timeout, remaining))
+        connection = self._cluster.running_info_target(group, client)
+        report = self._relay.ask(connection, group, timeout)
+        return pb.ConsumerRunningInfoResponse(
+            client_id=client, broker_name=connection.broker_name, queues=report.queues, properties=report.properties
+        )
+
+    @unary
+    def ListTopics(self, request: pb.ListTopicsRequest, context: Any) -> pb.ListTopicsResponse:
+        return pb.ListTopicsResponse(topics=self._cluster.topics())
+
+    @unary
+    def ListConsumerGroups(self, request: pb.ListConsumerGroupsRequest, context: Any) -> pb.ListConsumerGroupsResponse:
+        return pb.ListConsumerGroupsResponse(consumer_groups=self._cluster.consumer_groups())
 
     @unary
     def ResetConsumerOffset(

@@ -59,6 +59,11 @@ class BrokerState:
         else:
             self.notify(self._groups_of(connection.client_id))  # one of the processes sharing the ID is gone
 
+    def latest_connection(self, client_id: str) -> Connection | None:
+        """The client's most recently opened stream here (an older one may be a reconnect's leftover)."""
+        streams = self._connections.get(client_id)
+        return streams[-1] if streams else None
+
     def is_connected(self, client_id: str) -> bool:
         return client_id in self._connections
 

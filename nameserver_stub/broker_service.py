@@ -10,8 +10,9 @@ import grpc
 from nameserver_stub import validate
 from nameserver_stub.clock import Clock
 from nameserver_stub.cluster import Cluster
-from nameserver_stub.connections import CloseReason
+from nameserver_stub.connections import CloseReason, RunningInfoAsk
 from nameserver_stub.errors import StubError
+from nameserver_stub.relay import RunningInfoRelay
 from nameserver_stub.rpc import unary
 from nameserver_stub.store import QueueKey, StoredMessage
 from rocket_rebalance._proto.v1 import broker_pb2 as pb
@@ -39,9 +40,10 @@ def _message(message: StoredMessage) -> pb.MessageExt:
 
 
 class BrokerService(broker_pb2_grpc.BrokerServicer):
-    def __init__(self, cluster: Cluster, clock: Clock) -> None:
+    def __init__(self, cluster: Cluster, clock: Clock, relay: RunningInfoRelay[pb.ReportRunningInfoRequest]) -> None:
         self._cluster = cluster
         self._clock = clock
+        self._relay = relay
 
     @unary
     def HeartBeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
@@ -176,6 +178,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         offset = self._cluster.search_offset(broker, topic, validate.queue_id(request.queue_id), request.timestamp_ms)
         return pb.SearchOffsetByTimestampResponse(offset=offset)
 
+    @unary
+    def ReportRunningInfo(self, request: pb.ReportRunningInfoRequest, context: Any) -> pb.ReportRunningInfoResponse:
+        broker, client, request_id, group = validate.running_info_report(request)
+        self._relay.answer(broker, client, request_id, group, request)
+        return pb.ReportRunningInfoResponse()
+
     def Connect(self, request: pb.ConnectRequest, context: Any) -> Iterator[pb.BrokerNotification]:
         """The connection stream: registered, announced, then one message per notification until it closes."""
         try:
@@ -189,7 +197,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             self._cluster.disconnect(connection)  # the RPC already ended
             return
         yield pb.BrokerNotification(connected=pb.Connected(broker_name=broker, client_id=client))
-        while (group := connection.next()) is not None:
-            yield pb.BrokerNotification(consumer_ids_changed=pb.NotifyConsumerIdsChanged(consumer_group=group))
+        while (item := connection.next()) is not None:
+            if isinstance(item, RunningInfoAsk):
+                yield pb.BrokerNotification(
+                    running_info_request=pb.RunningInfoRequest(
+                        request_id=item.request_id, consumer_group=item.consumer_group
+                    )
+                )
+            else:
+                yield pb.BrokerNotification(consumer_ids_changed=pb.NotifyConsumerIdsChanged(consumer_group=item))
         if connection.close_reason is CloseReason.BROKER_DOWN:
             context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker!r} went down")

@@ -383,6 +383,31 @@ class Cluster:
         order = {queue: i for i, queue in enumerate(sort_queues(row.queue for row in rows))}
         return sorted(rows, key=lambda row: order[row.queue])
 
+    def running_info_target(self, group: str, client_id: str) -> Connection:
+        """The stream to ask ``client_id`` about ``group`` on: its latest at the first broker (up, by name) where
+        it is a member of the group and connected, as RocketMQ's broker asks the channel it has for the client."""
+        with self._lock:
+            for state in self._brokers.values():
+                if state.up and client_id in state.registry.client_ids(group):
+                    connection = state.latest_connection(client_id)
+                    if connection is not None:
+                        return connection
+        raise NotFound(f"consumer {client_id!r} of group {group!r} has no open connection")
+
+    def topics(self) -> list[str]:
+        """Every topic :meth:`route` answers for, sorted."""
+        with self._lock:
+            return sorted(topic for topic, brokers in self._topics.items() if any(self._brokers[b].up for b in brokers))
+
+    def consumer_groups(self) -> list[str]:
+        """Every group registered, or with committed offsets, at a broker that is up; sorted."""
+        stored = self._store.offset_groups()
+        with self._lock:
+            up = {name for name, state in self._brokers.items() if state.up}
+            groups = {group for broker, group in stored if broker in up}
+            groups.update(group for name in up for group in self._brokers[name].registry.groups())
+        return sorted(groups)
+
     def consumer_connection(self, group: str, broker: str | None) -> list[ConnectionView]:
         with self._lock:
             if broker is not None:

@@ -81,6 +81,11 @@ class StubConfig:
         """Long polls allowed to wait at the same time."""
         return self.max_workers // 4 if self.max_parked_pulls is None else self.max_parked_pulls
 
+    @property
+    def running_info_limit(self) -> int:
+        """Operators' running-info calls allowed to wait for consumers' answers at once (each holds a worker)."""
+        return max(1, self.max_workers // 8)
+
     def broker_names(self) -> tuple[str, ...]:
         """Every logical broker: those listed, those the topics name, or ``broker-a`` when there are none."""
         names = dict.fromkeys(self.brokers)

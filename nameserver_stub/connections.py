@@ -9,6 +9,10 @@ A client that never reads its stream must not grow the mailbox without end while
 notification only says "group G changed, fetch its members again", so once the mailbox holds
 ``MAX_PENDING`` notifications a new one for a group already waiting in it adds nothing and is not queued; the
 mailbox then holds at most one more entry per group the client belongs to.
+
+A running-info request (an operator asking the client what it holds) goes into the same mailbox but ahead of
+the notifications and regardless of their delay: an operator waits for its answer. Those are bounded by the
+relay (:mod:`nameserver_stub.relay`), which also takes back a request that timed out before it was handed out.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from enum import Enum
 
 MAX_PENDING = 1024
@@ -28,6 +33,14 @@ class CloseReason(Enum):
     SHUTDOWN = "shutdown"  # the server is stopping
 
 
+@dataclass(frozen=True)
+class RunningInfoAsk:
+    """GET_CONSUMER_RUNNING_INFO for the client, waiting to be handed out on its stream."""
+
+    request_id: str
+    consumer_group: str
+
+
 class Connection:
     """One open ``Connect`` stream; thread-safe."""
 
@@ -36,6 +49,7 @@ class Connection:
         self.client_id = client_id
         self._cond = threading.Condition()
         self._pending: deque[tuple[float, str]] = deque()  # (deliver at, monotonic seconds; group)
+        self._asks: deque[RunningInfoAsk] = deque()
         self.close_reason: CloseReason | None = None
 
     def push(self, group: str, delay: float = 0.0) -> None:
@@ -47,6 +61,20 @@ class Connection:
                 return
             self._pending.append((time.monotonic() + delay, group))
             self._cond.notify_all()
+
+    def ask(self, request: RunningInfoAsk) -> bool:
+        """Queue a running-info request, handed out before any notification; False when the stream is closed."""
+        with self._cond:
+            if self.close_reason is not None:
+                return False
+            self._asks.append(request)
+            self._cond.notify_all()
+            return True
+
+    def withdraw(self, request_id: str) -> None:
+        """Take back a running-info request not handed out yet (it timed out, or was answered)."""
+        with self._cond:
+            self._asks = deque(ask for ask in self._asks if ask.request_id != request_id)
 
     def release_held(self) -> None:
         """Make every held-back notification deliverable now (the delay fault was cleared)."""
@@ -61,23 +89,27 @@ class Connection:
                 return False
             self.close_reason = reason
             self._pending.clear()
+            self._asks.clear()
             self._cond.notify_all()
             return True
 
     @property
     def pending(self) -> int:
-        """Notifications queued and not yet handed out."""
+        """Notifications and running-info requests queued and not yet handed out."""
         with self._cond:
-            return len(self._pending)
+            return len(self._pending) + len(self._asks)
 
     @property
     def closed(self) -> bool:
         return self.close_reason is not None
 
-    def next(self) -> str | None:
-        """Block until a notification is due and return its group, or ``None`` once the connection closed."""
+    def next(self) -> str | RunningInfoAsk | None:
+        """Block until a running-info request or a due notification is there and return it (a notification as
+        its group), or ``None`` once the connection closed."""
         with self._cond:
             while self.close_reason is None:
+                if self._asks:
+                    return self._asks.popleft()
                 if self._pending:
                     due, group = self._pending[0]
                     wait = due - time.monotonic()

@@ -47,3 +47,9 @@ class ResourceExhausted(StubError):
     """A bound the stub keeps to stay responsive (open streams, parked polls) or its disk is full; retry later."""
 
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class DeadlineExceeded(StubError):
+    """Someone the stub relays to (a consumer asked for its running info) did not answer in time."""
+
+    code = grpc.StatusCode.DEADLINE_EXCEEDED

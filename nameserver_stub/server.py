@@ -26,8 +26,9 @@ from nameserver_stub.cluster import Cluster
 from nameserver_stub.config import ConfigError, StubConfig, split_listen
 from nameserver_stub.guard import GuardInterceptor, StreamSlots
 from nameserver_stub.namesrv_service import NameServerService
+from nameserver_stub.relay import RunningInfoRelay
 from nameserver_stub.store import Store
-from rocket_rebalance._proto.v1 import admin_pb2_grpc, broker_pb2_grpc, namesrv_pb2_grpc
+from rocket_rebalance._proto.v1 import admin_pb2_grpc, broker_pb2, broker_pb2_grpc, namesrv_pb2_grpc
 
 log = logging.getLogger("nameserver_stub")
 
@@ -54,6 +55,7 @@ class StubServer:
         self._sweeper: threading.Thread | None = None
         self._address = ""
         self.stream_slots = StreamSlots(config.stream_limit)
+        self.relay: RunningInfoRelay[broker_pb2.ReportRunningInfoRequest] = RunningInfoRelay(config.running_info_limit)
 
     @property
     def address(self) -> str:
@@ -112,8 +114,8 @@ class StubServer:
             ],
         )
         namesrv_pb2_grpc.add_NameServerServicer_to_server(NameServerService(cluster, self.config.cluster_name), server)
-        broker_pb2_grpc.add_BrokerServicer_to_server(BrokerService(cluster, self.clock), server)
-        admin_pb2_grpc.add_AdminServicer_to_server(AdminService(cluster, self.config.cluster_name), server)
+        broker_pb2_grpc.add_BrokerServicer_to_server(BrokerService(cluster, self.clock, self.relay), server)
+        admin_pb2_grpc.add_AdminServicer_to_server(AdminService(cluster, self.config.cluster_name, self.relay), server)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         for name in ("", *SERVICE_NAMES):

@@ -59,7 +59,6 @@ CREATE TABLE IF NOT EXISTS message (
 """
 
 
-
 def _tables(db: sqlite3.Connection) -> dict[str, str]:
     """Each table's definition as SQLite stored it."""
     return dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
@@ -276,6 +275,11 @@ class Store:
                 (broker, group),
             ).fetchall()
         return {(topic, queue_id): OffsetRecord(offset, client, ms) for topic, queue_id, offset, client, ms in rows}
+
+    def offset_groups(self) -> set[tuple[str, str]]:
+        """(broker, group) of every group with a committed offset."""
+        with self._lock:
+            return set(self._db.execute("SELECT DISTINCT broker, grp FROM consumer_offset").fetchall())
 
     def all_offsets(self) -> dict[tuple[str, str, str, int], int]:
         """Every committed offset, keyed by (broker, group, topic, queue_id); for checks and tests."""

@@ -30,6 +30,12 @@ DEFAULT_PULL_NUMS = 32
 DEFAULT_PULL_BYTES = 4 * 1024 * 1024
 MAX_PULL_BYTES = 8 * 1024 * 1024  # a reply is built in memory: 1024 bodies of 4 MiB would be 4 GiB
 SUPPORTED_EXPRESSION_TYPES = ("", "TAG")
+# A running-info report is held until the operator takes it, and handed on in one answer, which gRPC clients
+# receive up to 4 MiB by default; a consumer holding thousands of queues sends a few hundred kilobytes.
+MAX_REPORT_BYTES = 4 * 1024 * 1024 - 64 * 1024
+MAX_REQUEST_ID_LENGTH = 64
+DEFAULT_RUNNING_INFO_TIMEOUT_MS = 5000
+MAX_RUNNING_INFO_TIMEOUT_MS = 60000
 
 
 def topic(value: str, field: str = "topic") -> str:
@@ -105,6 +111,42 @@ def queue_offsets(
         (key, non_negative(item.offset, f"{field}[{position}].offset"))
         for position, (key, item) in enumerate(zip(keys, items, strict=True))
     ]
+
+
+def running_info_timeout(value: int) -> float:
+    """Seconds an operator waits for a consumer's answer: ``timeout_ms`` 0 means the default."""
+    if not 0 <= value <= MAX_RUNNING_INFO_TIMEOUT_MS:
+        raise InvalidArgument(f"timeout_ms {value} is outside 0..{MAX_RUNNING_INFO_TIMEOUT_MS} (0: 5000)")
+    return (value or DEFAULT_RUNNING_INFO_TIMEOUT_MS) / 1000
+
+
+def running_info_report(request: pb.ReportRunningInfoRequest) -> tuple[str, str, str, str]:
+    """Check a consumer's report before it is matched to its request: (broker, client ID, request ID, group)."""
+    size = request.ByteSize()
+    if size > MAX_REPORT_BYTES:
+        raise InvalidArgument(f"the report is {size} bytes, more than the {MAX_REPORT_BYTES}-byte limit")
+    if not request.request_id or len(request.request_id) > MAX_REQUEST_ID_LENGTH:
+        raise InvalidArgument(
+            f"request_id must be the ID of the running-info request (1..{MAX_REQUEST_ID_LENGTH} characters), "
+            f"got {len(request.request_id)} characters"
+        )
+    seen: set[tuple[str, str, int]] = set()
+    for position, row in enumerate(request.queues):
+        where = f"queues[{position}].queue"
+        key = (
+            topic(row.queue.topic, f"{where}.topic"),
+            broker_name(row.queue.broker_name, f"{where}.broker_name"),
+            queue_id(row.queue.queue_id, f"{where}.queue_id"),
+        )
+        if key in seen:
+            raise InvalidArgument(f"{where} repeats queue {key[0]}/{key[1]}/{key[2]}")
+        seen.add(key)
+    return (
+        broker_name(request.broker_name),
+        client_id(request.client_id),
+        request.request_id,
+        group(request.consumer_group),
+    )
 
 
 def _enum(value: int, enum: Any, field: str) -> int:

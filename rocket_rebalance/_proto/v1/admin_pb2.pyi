@@ -129,6 +129,55 @@ class ConsumerConnectionResponse(_message.Message):
     subscription_table: _containers.RepeatedCompositeFieldContainer[_common_pb2.SubscriptionData]
     def __init__(self, connections: _Optional[_Iterable[_Union[Connection, _Mapping]]] = ..., subscription_table: _Optional[_Iterable[_Union[_common_pb2.SubscriptionData, _Mapping]]] = ...) -> None: ...
 
+class ConsumerRunningInfoRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "timeout_ms")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    timeout_ms: int
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class ConsumerRunningInfoResponse(_message.Message):
+    __slots__ = ("client_id", "broker_name", "queues", "properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    broker_name: str
+    queues: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueueRunningInfo]
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, client_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[_common_pb2.QueueRunningInfo, _Mapping]]] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListTopicsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListTopicsResponse(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListConsumerGroupsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListConsumerGroupsResponse(_message.Message):
+    __slots__ = ("consumer_groups",)
+    CONSUMER_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    consumer_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, consumer_groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ResetConsumerOffsetRequest(_message.Message):
     __slots__ = ("consumer_group", "topic", "broker_name", "queue_id", "offset", "timestamp_ms")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]

@@ -54,6 +54,21 @@ class AdminStub:
                 request_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerConnectionRequest.SerializeToString,
                 response_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerConnectionResponse.FromString,
                 _registered_method=True)
+        self.ConsumerRunningInfo = channel.unary_unary(
+                '/rocket_rebalance.v1.Admin/ConsumerRunningInfo',
+                request_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerRunningInfoRequest.SerializeToString,
+                response_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerRunningInfoResponse.FromString,
+                _registered_method=True)
+        self.ListTopics = channel.unary_unary(
+                '/rocket_rebalance.v1.Admin/ListTopics',
+                request_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListTopicsRequest.SerializeToString,
+                response_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListTopicsResponse.FromString,
+                _registered_method=True)
+        self.ListConsumerGroups = channel.unary_unary(
+                '/rocket_rebalance.v1.Admin/ListConsumerGroups',
+                request_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListConsumerGroupsRequest.SerializeToString,
+                response_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListConsumerGroupsResponse.FromString,
+                _registered_method=True)
         self.ResetConsumerOffset = channel.unary_unary(
                 '/rocket_rebalance.v1.Admin/ResetConsumerOffset',
                 request_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ResetConsumerOffsetRequest.SerializeToString,
@@ -103,6 +118,32 @@ class AdminServicer:
     def ConsumerConnection(self, request, context):
         """GET_CONSUMER_CONNECTION_LIST: the group's clients with their subscriptions. NOT_FOUND when no broker
         (of those asked) has a member of the group ("consumer group not online").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerRunningInfo(self, request, context):
+        """GET_CONSUMER_RUNNING_INFO: ask one consumer what it holds. The request is relayed on an open Connect stream
+        of client_id at a broker (up) where it is a member of consumer_group, and the call waits for the consumer's
+        ReportRunningInfo. NOT_FOUND when the consumer has no such connection; DEADLINE_EXCEEDED when it does not
+        answer within timeout_ms; UNAVAILABLE when its connection closes first; RESOURCE_EXHAUSTED when too many
+        such calls are already waiting (each holds a worker thread: an eighth of --max-workers at most).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTopics(self, request, context):
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic GetRouteInfoByTopic answers for (hosted by a broker that is
+        up), retry topics included.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListConsumerGroups(self, request, context):
+        """Every consumer group with a registration or stored offsets at a broker that is up.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -160,6 +201,21 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.ConsumerConnection,
                     request_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerConnectionRequest.FromString,
                     response_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerConnectionResponse.SerializeToString,
+            ),
+            'ConsumerRunningInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerRunningInfo,
+                    request_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerRunningInfoRequest.FromString,
+                    response_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerRunningInfoResponse.SerializeToString,
+            ),
+            'ListTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTopics,
+                    request_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListTopicsRequest.FromString,
+                    response_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListTopicsResponse.SerializeToString,
+            ),
+            'ListConsumerGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConsumerGroups,
+                    request_deserializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListConsumerGroupsRequest.FromString,
+                    response_serializer=rocket__rebalance_dot_v1_dot_admin__pb2.ListConsumerGroupsResponse.SerializeToString,
             ),
             'ResetConsumerOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.ResetConsumerOffset,
@@ -290,6 +346,87 @@ class Admin:
             '/rocket_rebalance.v1.Admin/ConsumerConnection',
             rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerConnectionRequest.SerializeToString,
             rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerConnectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerRunningInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rocket_rebalance.v1.Admin/ConsumerRunningInfo',
+            rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerRunningInfoRequest.SerializeToString,
+            rocket__rebalance_dot_v1_dot_admin__pb2.ConsumerRunningInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rocket_rebalance.v1.Admin/ListTopics',
+            rocket__rebalance_dot_v1_dot_admin__pb2.ListTopicsRequest.SerializeToString,
+            rocket__rebalance_dot_v1_dot_admin__pb2.ListTopicsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConsumerGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rocket_rebalance.v1.Admin/ListConsumerGroups',
+            rocket__rebalance_dot_v1_dot_admin__pb2.ListConsumerGroupsRequest.SerializeToString,
+            rocket__rebalance_dot_v1_dot_admin__pb2.ListConsumerGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

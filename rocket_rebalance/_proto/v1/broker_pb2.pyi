@@ -357,10 +357,47 @@ class NotifyConsumerIdsChanged(_message.Message):
     consumer_group: str
     def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
 
+class RunningInfoRequest(_message.Message):
+    __slots__ = ("request_id", "consumer_group")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    consumer_group: str
+    def __init__(self, request_id: _Optional[str] = ..., consumer_group: _Optional[str] = ...) -> None: ...
+
 class BrokerNotification(_message.Message):
-    __slots__ = ("connected", "consumer_ids_changed")
+    __slots__ = ("connected", "consumer_ids_changed", "running_info_request")
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_IDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_INFO_REQUEST_FIELD_NUMBER: _ClassVar[int]
     connected: Connected
     consumer_ids_changed: NotifyConsumerIdsChanged
-    def __init__(self, connected: _Optional[_Union[Connected, _Mapping]] = ..., consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ...) -> None: ...
+    running_info_request: RunningInfoRequest
+    def __init__(self, connected: _Optional[_Union[Connected, _Mapping]] = ..., consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., running_info_request: _Optional[_Union[RunningInfoRequest, _Mapping]] = ...) -> None: ...
+
+class ReportRunningInfoRequest(_message.Message):
+    __slots__ = ("broker_name", "client_id", "request_id", "consumer_group", "queues", "properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    client_id: str
+    request_id: str
+    consumer_group: str
+    queues: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueueRunningInfo]
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, broker_name: _Optional[str] = ..., client_id: _Optional[str] = ..., request_id: _Optional[str] = ..., consumer_group: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[_common_pb2.QueueRunningInfo, _Mapping]]] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ReportRunningInfoResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

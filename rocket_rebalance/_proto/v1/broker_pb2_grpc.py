@@ -99,6 +99,11 @@ class BrokerStub:
                 request_serializer=rocket__rebalance_dot_v1_dot_broker__pb2.ConnectRequest.SerializeToString,
                 response_deserializer=rocket__rebalance_dot_v1_dot_broker__pb2.BrokerNotification.FromString,
                 _registered_method=True)
+        self.ReportRunningInfo = channel.unary_unary(
+                '/rocket_rebalance.v1.Broker/ReportRunningInfo',
+                request_serializer=rocket__rebalance_dot_v1_dot_broker__pb2.ReportRunningInfoRequest.SerializeToString,
+                response_deserializer=rocket__rebalance_dot_v1_dot_broker__pb2.ReportRunningInfoResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -201,11 +206,24 @@ class BrokerServicer:
 
     def Connect(self, request, context):
         """The client's connection to this broker, carrying NOTIFY_CONSUMER_IDS_CHANGED. The first message is always
-        `connected`; then one `consumer_ids_changed` per change of a group the client belongs to (at this broker).
+        `connected`; then one `consumer_ids_changed` per change of a group the client belongs to (at this broker),
+        and a `running_info_request` whenever an operator asks the client about itself (answer with
+        ReportRunningInfo; running-info requests are not subject to the notification faults).
         Closing the stream (or the client going away) counts as the connection closing: the client leaves every
         group at this broker, its locks are released, and the remaining members are notified. A client may open
         several streams; it leaves when its last one closes. The stream ends with UNAVAILABLE when the broker goes
         down, and with OK when the server shuts down.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReportRunningInfo(self, request, context):
+        """The answer to a `running_info_request` received on the client's Connect stream (RocketMQ's
+        GET_CONSUMER_RUNNING_INFO response): the client's process-queue table and properties, handed to the operator
+        waiting in Admin.ConsumerRunningInfo. NOT_FOUND when no request with that ID is waiting (never sent, already
+        answered, or timed out); INVALID_ARGUMENT when the request was sent to another client, group or broker. A
+        refused report changes nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -278,6 +296,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.Connect,
                     request_deserializer=rocket__rebalance_dot_v1_dot_broker__pb2.ConnectRequest.FromString,
                     response_serializer=rocket__rebalance_dot_v1_dot_broker__pb2.BrokerNotification.SerializeToString,
+            ),
+            'ReportRunningInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportRunningInfo,
+                    request_deserializer=rocket__rebalance_dot_v1_dot_broker__pb2.ReportRunningInfoRequest.FromString,
+                    response_serializer=rocket__rebalance_dot_v1_dot_broker__pb2.ReportRunningInfoResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -631,6 +654,33 @@ class Broker:
             '/rocket_rebalance.v1.Broker/Connect',
             rocket__rebalance_dot_v1_dot_broker__pb2.ConnectRequest.SerializeToString,
             rocket__rebalance_dot_v1_dot_broker__pb2.BrokerNotification.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportRunningInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rocket_rebalance.v1.Broker/ReportRunningInfo',
+            rocket__rebalance_dot_v1_dot_broker__pb2.ReportRunningInfoRequest.SerializeToString,
+            rocket__rebalance_dot_v1_dot_broker__pb2.ReportRunningInfoResponse.FromString,
             options,
             channel_credentials,
             insecure,

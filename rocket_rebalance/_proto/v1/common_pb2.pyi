@@ -64,3 +64,25 @@ class QueueOffset(_message.Message):
     queue: MessageQueue
     offset: int
     def __init__(self, queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class QueueRunningInfo(_message.Message):
+    __slots__ = ("queue", "commit_offset", "cached_count", "cached_min_offset", "cached_max_offset", "locked", "dropped", "last_pull_timestamp_ms", "last_consume_timestamp_ms")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CACHED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CACHED_MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CACHED_MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOCKED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    LAST_PULL_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CONSUME_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    queue: MessageQueue
+    commit_offset: int
+    cached_count: int
+    cached_min_offset: int
+    cached_max_offset: int
+    locked: bool
+    dropped: bool
+    last_pull_timestamp_ms: int
+    last_consume_timestamp_ms: int
+    def __init__(self, queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., commit_offset: _Optional[int] = ..., cached_count: _Optional[int] = ..., cached_min_offset: _Optional[int] = ..., cached_max_offset: _Optional[int] = ..., locked: _Optional[bool] = ..., dropped: _Optional[bool] = ..., last_pull_timestamp_ms: _Optional[int] = ..., last_consume_timestamp_ms: _Optional[int] = ...) -> None: ...

@@ -2,12 +2,19 @@
 
 Every logical broker is served at the stub's own address, so one channel carries every call; broker names travel
 in the requests. Failures become :class:`TransportError` with the gRPC status name as ``code``.
+
+The stub asks a consumer about itself (an operator's ``ConsumerRunningInfo``) on the consumer's ``Connect``
+stream; the answer goes back in a ``ReportRunningInfo`` call, from a small pool of its own, because building it
+waits for the consumer's service thread and the stream must go on delivering notifications meanwhile.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TypeVar
 
 import grpc
@@ -27,24 +34,35 @@ from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     BrokerRequests,
     ConnectionRow,
+    ConsumerReport,
     GroupRegistration,
     Message,
     NotificationStream,
     ProgressRow,
     PullResult,
     PullStatus,
+    QueueRunInfo,
     TransportError,
+    running_info_properties,
 )
 
 __all__ = ["GrpcTransport", "route_from_wire"]
 
+log = logging.getLogger("rocket_rebalance.runtime.grpc")
+
 T = TypeVar("T")
+_ANSWER_THREADS = 2  # running-info answers in flight at once; the stub bounds how many it asks for
+_REPORT_GRACE = 2.0  # seconds our deadline exceeds the stub's wait, so its DEADLINE_EXCEEDED (naming who) arrives
 
 
 _CONSUME_FROM = {
     "CONSUME_FROM_LAST_OFFSET": common_pb2.CONSUME_FROM_LAST_OFFSET,
     "CONSUME_FROM_FIRST_OFFSET": common_pb2.CONSUME_FROM_FIRST_OFFSET,
     "CONSUME_FROM_TIMESTAMP": common_pb2.CONSUME_FROM_TIMESTAMP,
+}
+_MESSAGE_MODEL = {
+    common_pb2.MESSAGE_MODEL_CLUSTERING: "CLUSTERING",
+    common_pb2.MESSAGE_MODEL_BROADCASTING: "BROADCASTING",
 }
 _PULL_STATUS = {
     broker_pb2.FOUND: PullStatus.FOUND,
@@ -71,18 +89,38 @@ def _queue(wire: common_pb2.MessageQueue) -> MessageQueue:
     return MessageQueue(wire.topic, wire.broker_name, wire.queue_id)
 
 
-class _GrpcNotifications:
-    """A Connect stream as an iterator of group names (the ``connected`` greeting is swallowed)."""
+def _wire_row(mq: MessageQueue, row: QueueRunInfo) -> common_pb2.QueueRunningInfo:
+    return common_pb2.QueueRunningInfo(
+        queue=_wire_queue(mq),
+        commit_offset=row.commit_offset,
+        cached_count=row.cached_count,
+        cached_min_offset=row.cached_min_offset,
+        cached_max_offset=row.cached_max_offset,
+        locked=row.locked,
+        dropped=row.dropped,
+        last_pull_timestamp_ms=row.last_pull_ms,
+        last_consume_timestamp_ms=row.last_consume_ms,
+    )
 
-    def __init__(self, call: grpc.Call, address: str) -> None:
+
+class _GrpcNotifications:
+    """A Connect stream as an iterator of group names (the ``connected`` greeting is swallowed); running-info
+    requests on it go to ``asked(request_id, consumer_group)``, which must return at once."""
+
+    def __init__(self, call: grpc.Call, address: str, asked: Callable[[str, str], None]) -> None:
         self._call = call
         self._address = address
+        self._asked = asked
 
     def __iter__(self) -> Iterator[str]:
         try:
             for notification in self._call:
-                if notification.WhichOneof("notification") == "consumer_ids_changed":
+                kind = notification.WhichOneof("notification")
+                if kind == "consumer_ids_changed":
                     yield notification.consumer_ids_changed.consumer_group
+                elif kind == "running_info_request":
+                    request = notification.running_info_request
+                    self._asked(request.request_id, request.consumer_group)
         except grpc.RpcError as error:
             if isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.CANCELLED:
                 return
@@ -127,6 +165,8 @@ class GrpcTransport:
         self._broker = broker_pb2_grpc.BrokerStub(self._channel)
         self._admin = admin_pb2_grpc.AdminStub(self._channel)
         self._closed = threading.Event()
+        self._client: BrokerRequests | None = None
+        self._answers = ThreadPoolExecutor(_ANSWER_THREADS, thread_name_prefix="rr-grpc-answer")
 
     def _call(self, name: str, method: Callable[..., T], request: object, timeout: float | None = None) -> T:
         try:
@@ -284,7 +324,39 @@ class GrpcTransport:
         )
 
     def attach(self, client: BrokerRequests) -> None:
-        """The stub never asks a client anything: it has its own admin views of the groups."""
+        """Answer the stub's running-info requests (on our ``Connect`` streams) from ``client``."""
+        self._client = client
+
+    def _asked(self, broker: str, client_id: str, request_id: str, consumer_group: str) -> None:
+        try:
+            self._answers.submit(self._report, broker, client_id, request_id, consumer_group)
+        except RuntimeError:  # closed: the stub's wait for us ends by its timeout
+            log.debug("running-info request %s at %s after close: not answered", request_id, broker)
+
+    def _report(self, broker: str, client_id: str, request_id: str, consumer_group: str) -> None:
+        """Answer one running-info request; a failure is logged, and the operator's call ends by its timeout."""
+        client = self._client
+        if client is None:
+            log.warning("%s asked %s for its running info, but no consumer is attached to answer", broker, client_id)
+            return
+        try:
+            info = client.running_info()
+        except Exception:
+            log.exception("running info for %s could not be built", broker)
+            return
+        request = broker_pb2.ReportRunningInfoRequest(
+            broker_name=broker,
+            client_id=client_id,
+            request_id=request_id,
+            consumer_group=consumer_group,
+            queues=[_wire_row(mq, row) for mq, row in info.queues.items()],
+            properties=running_info_properties(info, GRPC_SCHEME + self.address),
+        )
+        try:
+            self._call("ReportRunningInfo", self._broker.ReportRunningInfo, request)
+        except TransportError as error:
+            if not self._closed.is_set():  # closing ends the channel under an answer in flight: nothing to report
+                log.warning("answering %s's running-info request failed: %s", broker, error)
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         for broker in brokers or self.brokers():
@@ -317,16 +389,37 @@ class GrpcTransport:
                 c.connected,
                 c.last_heartbeat_ms_ago,
                 tuple(s.topic for s in c.subscriptions),
+                message_model=_MESSAGE_MODEL.get(c.message_model, ""),
             )
             for c in answer.connections
         ]
 
+    def topics(self) -> list[str]:
+        return list(self._call("ListTopics", self._admin.ListTopics, admin_pb2.ListTopicsRequest()).topics)
+
+    def consumer_groups(self) -> list[str]:
+        request = admin_pb2.ListConsumerGroupsRequest()
+        return list(self._call("ListConsumerGroups", self._admin.ListConsumerGroups, request).consumer_groups)
+
+    def consumer_report(self, consumer_group: str, client_id: str) -> ConsumerReport:
+        """The stub relays the question on the consumer's stream and waits our timeout for the answer: NOT_FOUND
+        when the consumer has no open connection, DEADLINE_EXCEEDED when it does not answer in time, UNAVAILABLE
+        when its connection closes first."""
+        request = admin_pb2.ConsumerRunningInfoRequest(
+            consumer_group=consumer_group, client_id=client_id, timeout_ms=max(1, round(self._timeout * 1000))
+        )
+        answer = self._call(
+            "ConsumerRunningInfo", self._admin.ConsumerRunningInfo, request, self._timeout + _REPORT_GRACE
+        )
+        return ConsumerReport(client_id, frozenset(_queue(row.queue) for row in answer.queues), dict(answer.properties))
+
     def connect(self, broker: str, client_id: str) -> NotificationStream:
         request = broker_pb2.ConnectRequest(broker_name=broker, client_id=client_id)
         call = self._broker.Connect(request, metadata=self._metadata)
-        return _GrpcNotifications(call, self.address)
+        return _GrpcNotifications(call, self.address, partial(self._asked, broker, client_id))
 
     def close(self) -> None:
         if not self._closed.is_set():
             self._closed.set()
+            self._answers.shutdown(wait=False, cancel_futures=True)
             self._channel.close()
