@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rocket_rebalance.commands.demo",
     "rocket_rebalance.commands.preview",
     "rocket_rebalance.commands.client",
+    "rocket_rebalance.commands.snapshot",
     "rocket_rebalance.pipeline.commands",
 )
 

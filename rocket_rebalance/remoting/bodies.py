@@ -54,6 +54,7 @@ __all__ = [
     "parse_query_assignment",
     "parse_route",
     "parse_running_info",
+    "parse_subscription_groups",
     "parse_topic_list",
 ]
 
@@ -335,6 +336,25 @@ def parse_topic_list(body: bytes) -> set[str]:
     document = _document(body, "topic list")
     topics = _list_field(document, "topicList", "topicList")
     return {_str(topic, f"topicList[{index}]") for index, topic in enumerate(topics)}
+
+
+def parse_subscription_groups(body: bytes) -> set[str]:
+    """The group names of a GET_ALL_SUBSCRIPTIONGROUP_CONFIG answer: the broker's ``SubscriptionGroupManager``
+    serialised whole (``subscriptionGroupTable`` keyed by group name, ``forbiddenTable``, ``dataVersion``; the shape
+    of ``SubscriptionGroupWrapper``). Only the table's keys are read: a broker creates a config for every group that
+    ever sent it a heartbeat (``autoCreateSubscriptionGroup``), so the keys are the groups it knows."""
+    document = _document(body, "subscription groups")
+    table = _object_field(document, "subscriptionGroupTable", "subscriptionGroups")
+    groups: set[str] = set()
+    for key, value in table.items():
+        name = _str(key, "subscriptionGroups.subscriptionGroupTable key")
+        where = f"subscriptionGroups.subscriptionGroupTable[{name!r}]"
+        config = _object(value, where)
+        inner = _optional(config, "groupName", name, _str, where)
+        if inner != name:
+            raise ProtocolError(f"{where}.groupName is {inner!r}, not its key")
+        groups.add(name)
+    return groups
 
 
 # ---------------------------------------------------------------------------------------------- consumer requests

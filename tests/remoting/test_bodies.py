@@ -210,6 +210,16 @@ def test_topic_list() -> None:
         bodies.parse_topic_list(b'{"topicList":["T",1]}')
 
 
+def test_subscription_groups_are_the_table_keys() -> None:
+    body = (
+        b'{"dataVersion":{"counter":3},"forbiddenTable":{},"subscriptionGroupTable":{'
+        b'"TOOLS_CONSUMER":{"groupName":"TOOLS_CONSUMER","retryMaxTimes":16},"GID_a":{"consumeEnable":true}}}'
+    )
+    assert bodies.parse_subscription_groups(body) == {"TOOLS_CONSUMER", "GID_a"}
+    with pytest.raises(ProtocolError, match=r"\['GID_a'\]\.groupName is 'GID_b', not its key"):
+        bodies.parse_subscription_groups(b'{"subscriptionGroupTable":{"GID_a":{"groupName":"GID_b"}}}')
+
+
 # ---------------------------------------------------------------------------------------------- consumer calls
 
 
@@ -366,6 +376,7 @@ PARSERS: list[Callable[[bytes], Any]] = [
     bodies.parse_consumer_connection,
     bodies.parse_consume_stats,
     bodies.parse_running_info,
+    bodies.parse_subscription_groups,
 ]
 
 
@@ -374,7 +385,7 @@ FIELD_NAMES = [
     "brokerAddrTable", "clusterAddrTable", "topicList", "consumerIdList", "lockOKMQSet", "messageQueueAssignments",
     "messageQueue", "connectionSet", "clientId", "subscriptionTable", "offsetTable", "brokerOffset",
     "consumerOffset", "consumeTps", "mqTable", "properties", "statusTable", "subscriptionSet", "topic", "queueId",
-    "subString", "subVersion", "commitOffset", "locked", "pullRT",
+    "subString", "subVersion", "commitOffset", "locked", "pullRT", "subscriptionGroupTable", "groupName",
 ]  # fmt: skip
 scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
 keys = (

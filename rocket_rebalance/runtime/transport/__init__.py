@@ -41,9 +41,12 @@ __all__ = [
     "TransportError",
     "open_transport",
     "parse_address",
+    "running_info_properties",
 ]
 
 GRPC_SCHEME = "grpc://"
+CLIENT_VERSION = "V5_3_3"
+"""The Java client version whose behaviour this library's consumers have, as ``PROP_CLIENT_VERSION`` names it."""
 
 
 class TransportError(OSError):
@@ -151,6 +154,23 @@ class RunningInfo:
     this library's strategies are Java's, so a collector maps both kinds by the last dotted part."""
 
 
+def running_info_properties(info: RunningInfo, nameserver_address: str) -> dict[str, str]:
+    """The properties of a consumer's running info, with the keys Java's ``ConsumerRunningInfo`` has, built here
+    once so that both wires send the same ones and a collector reads Java and Python consumers alike."""
+    return {
+        "PROP_CONSUME_TYPE": info.consume_type,
+        "PROP_CONSUMEORDERLY": str(info.consume_orderly).lower(),
+        "PROP_CLIENT_VERSION": CLIENT_VERSION,
+        "PROP_CONSUMER_START_TIMESTAMP": str(info.start_timestamp_ms),
+        "PROP_NAMESERVER_ADDR": nameserver_address,
+        "PROP_THREADPOOL_CORE_SIZE": "-1",
+        "PROP_CLIENT_LANGUAGE": "PYTHON",
+        "messageModel": info.message_model,
+        "consumeFromWhere": info.consume_from_where,
+        "allocateMessageQueueStrategy": info.strategy,
+    }
+
+
 class BrokerRequests(Protocol):
     """What a broker may ask of a consumer on its connection (RocketMQ's ``ClientRemotingProcessor``)."""
 
@@ -200,6 +220,9 @@ class ConnectionRow:
     client_addr: str = ""
     language: str = ""
     version: int = 0
+    message_model: str = ""
+    """The group's ``CLUSTERING`` or ``BROADCASTING`` as the broker's connection list states it ("" where the wire
+    does not say)."""
 
 
 class Transport(Protocol):
@@ -288,7 +311,10 @@ class AdminTransport(Transport, Protocol):
         """The queue's smallest offset still stored (older messages were cleaned up)."""
         ...
 
-    def consumer_progress(self, consumer_group: str, topic: str = "") -> list[ProgressRow]: ...
+    def consumer_progress(self, consumer_group: str, topic: str = "", owners: bool = True) -> list[ProgressRow]:
+        """Per queue: the broker's and the group's offsets, and (``owners``) who holds it; without owners the
+        remoting wire asks no consumer, which a collector that asks each consumer itself does not need twice."""
+        ...
 
     def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]: ...
 

@@ -371,7 +371,8 @@ class GrpcTransport:
         )
         return {b.broker_name: b.address for b in answer.brokers if b.up}
 
-    def consumer_progress(self, consumer_group: str, topic: str = "") -> list[ProgressRow]:
+    def consumer_progress(self, consumer_group: str, topic: str = "", owners: bool = True) -> list[ProgressRow]:
+        """The stub knows owners (last committer, lock holder) itself: ``owners`` costs nothing here."""
         request = admin_pb2.ConsumerProgressRequest(consumer_group=consumer_group, topic=topic)
         answer = self._call("ConsumerProgress", self._admin.ConsumerProgress, request)
         return [

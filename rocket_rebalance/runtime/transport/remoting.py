@@ -46,6 +46,7 @@ from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     BrokerRequests,
     ConnectionRow,
+    ConsumerReport,
     GroupRegistration,
     Message,
     NotificationStream,
@@ -53,6 +54,7 @@ from rocket_rebalance.runtime.transport import (
     PullResult,
     PullStatus,
     TransportError,
+    running_info_properties,
 )
 from rocket_rebalance.runtime.transport.connection import Connection
 
@@ -61,7 +63,6 @@ __all__ = ["RemotingTransport"]
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 PRODUCER_GROUP = "PID_rocket_rebalance"
-CLIENT_VERSION = "V5_3_3"
 _BACKOFF = (0.2, 5.0)
 _CODE_NAMES: dict[int, str] = {
     ResponseCode.TOPIC_NOT_EXIST: "NOT_FOUND",
@@ -307,18 +308,7 @@ class RemotingTransport:
 
     def _running_info_body(self, client: BrokerRequests) -> bytes:
         info = client.running_info()
-        properties = {
-            "PROP_CONSUME_TYPE": info.consume_type,
-            "PROP_CONSUMEORDERLY": str(info.consume_orderly).lower(),
-            "PROP_CLIENT_VERSION": CLIENT_VERSION,
-            "PROP_CONSUMER_START_TIMESTAMP": str(info.start_timestamp_ms),
-            "PROP_NAMESERVER_ADDR": self.address,
-            "PROP_THREADPOOL_CORE_SIZE": "-1",
-            "PROP_CLIENT_LANGUAGE": "PYTHON",
-            "messageModel": info.message_model,
-            "consumeFromWhere": info.consume_from_where,
-            "allocateMessageQueueStrategy": info.strategy,
-        }
+        properties = running_info_properties(info, self.address)
         subscriptions = [bodies.Subscription(topic, "*", self._sub_version) for topic in info.topics]
         table = {
             mq: bodies.ProcessQueueInfo(
@@ -641,31 +631,89 @@ class RemotingTransport:
             connection = bodies.parse_consumer_connection(answer.body)
             topics = tuple(sorted(connection.topics))
             rows.extend(
-                ConnectionRow(row.client_id, broker, True, -1, topics, row.client_addr, row.language, row.version)
+                ConnectionRow(
+                    row.client_id,
+                    broker,
+                    True,
+                    -1,
+                    topics,
+                    row.client_addr,
+                    row.language,
+                    row.version,
+                    connection.message_model or "",
+                )
                 for row in sorted(connection.connections, key=lambda r: r.client_id)
             )
         if not rows:
             raise TransportError(f"consumer group {consumer_group} is not online at {self.address}", "NOT_FOUND")
         return rows
 
-    def running_info(self, consumer_group: str, client_id: str) -> frozenset[MessageQueue]:
-        """The queues a consumer of the group says it holds (GET_CONSUMER_RUNNING_INFO, relayed by a broker)."""
-        last: TransportError | None = None
+    def topics(self) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""
+        address, answer = self._namesrv_call(
+            "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        )
+        if answer.code != ResponseCode.SUCCESS:
+            raise _error("topic list", address, answer)
+        try:
+            return sorted(bodies.parse_topic_list(answer.body))
+        except ProtocolError as error:
+            raise TransportError(f"topic list from {address}: {error}", "INTERNAL") from None
+
+    def consumer_groups(self) -> list[str]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG at every master, merged. Every master must answer: a group known only
+        to a broker that did not would be missing without a word, so one that fails fails the call."""
+        groups: set[str] = set()
         for broker, address in self.brokers().items():
+            name = f"GET_ALL_SUBSCRIPTIONGROUP_CONFIG at {broker}"
+            answer = self._ok(address, name, request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+            try:
+                groups |= bodies.parse_subscription_groups(answer.body)
+            except ProtocolError as error:
+                raise TransportError(f"{name} ({address}): {error}", "INTERNAL") from None
+        return sorted(groups)
+
+    def consumer_report(self, consumer_group: str, client_id: str) -> ConsumerReport:
+        """GET_CONSUMER_RUNNING_INFO through each master in turn until one has the consumer's connection.
+
+        A broker without it answers SYSTEM_ERROR "... not online" (``AdminBrokerProcessor.callConsumer``): the
+        next broker is asked, and so is the next after a broker we cannot reach (the consumer may be connected
+        elsewhere; if no broker has it, that broker's error is raised). One that has it but gets no answer from the
+        consumer in its own 10 s answers CONSUME_MSG_TIMEOUT, and our own deadline may pass first; either is
+        ``DEADLINE_EXCEEDED`` at once, since asking another broker would only wait for the same silent consumer."""
+        offline: TransportError | None = None
+        unreachable: TransportError | None = None
+        for broker, address in self.brokers().items():
+            name = f"GET_CONSUMER_RUNNING_INFO {client_id} at {broker}"
             ext = headers.get_consumer_running_info(consumer_group, client_id)
-            answer = self._call(
-                address,
-                f"GET_CONSUMER_RUNNING_INFO {client_id}",
-                request(RequestCode.GET_CONSUMER_RUNNING_INFO, ext),
-                12,
-            )
+            try:
+                answer = self._call(address, name, request(RequestCode.GET_CONSUMER_RUNNING_INFO, ext))
+            except TransportError as error:
+                if error.code != "UNAVAILABLE":
+                    raise
+                unreachable = error  # the consumer may be connected to another broker
+                continue
             if answer.code == ResponseCode.SUCCESS:
                 try:
-                    return frozenset(bodies.parse_running_info(answer.body).queues)
+                    info = bodies.parse_running_info(answer.body)
                 except ProtocolError as error:
                     raise TransportError(f"running info of {client_id}: {error}", "INTERNAL") from None
-            last = _error(f"GET_CONSUMER_RUNNING_INFO {client_id} at {broker}", address, answer)
-        raise last or TransportError(f"no broker in the cluster at {self.address}", "UNAVAILABLE")
+                return ConsumerReport(client_id, info.queues, info.properties)
+            if answer.code == ResponseCode.CONSUME_MSG_TIMEOUT:
+                raise TransportError(str(_error(name, address, answer)), "DEADLINE_EXCEEDED")
+            if answer.code == ResponseCode.CONSUMER_NOT_ONLINE or (
+                answer.code == ResponseCode.SYSTEM_ERROR and "not online" in (answer.remark or "")
+            ):
+                offline = TransportError(
+                    f"consumer {client_id} of {consumer_group} is not online at {self.address}", "NOT_FOUND"
+                )
+                continue
+            raise _error(name, address, answer)
+        raise unreachable or offline or TransportError(f"no broker in the cluster at {self.address}", "UNAVAILABLE")
+
+    def running_info(self, consumer_group: str, client_id: str) -> frozenset[MessageQueue]:
+        """The queues a consumer of the group says it holds (its :meth:`consumer_report`)."""
+        return self.consumer_report(consumer_group, client_id).queues
 
     def query_assignment(self, broker: str, topic: str, consumer_group: str, client_id: str) -> set[MessageQueue]:
         """QUERY_ASSIGNMENT: the broker runs Java's AllocateMessageQueueAveragely for ``client_id`` over its own
@@ -676,17 +724,19 @@ class RemotingTransport:
         )
         return bodies.parse_query_assignment(answer.body)
 
-    def consumer_progress(self, consumer_group: str, topic: str = "") -> list[ProgressRow]:
-        """GET_CONSUME_STATS at every broker; each queue's owner from its consumers' running info, as mqadmin's
-        ``consumerProgress`` finds it."""
-        owners: dict[MessageQueue, str] = {}
-        try:
-            client_ids = {row.client_id for row in self.consumer_connections(consumer_group)}
-        except TransportError:
-            client_ids = set()
+    def consumer_progress(self, consumer_group: str, topic: str = "", owners: bool = True) -> list[ProgressRow]:
+        """GET_CONSUME_STATS at every broker; with ``owners``, each queue's owner from its consumers' running info,
+        as mqadmin's ``consumerProgress`` finds it (one request to every consumer)."""
+        holders: dict[MessageQueue, str] = {}
+        client_ids: set[str] = set()
+        if owners:
+            try:
+                client_ids = {row.client_id for row in self.consumer_connections(consumer_group)}
+            except TransportError:
+                pass  # no connection: no owner to name
         for client_id in sorted(client_ids):
             try:
-                owners.update(dict.fromkeys(self.running_info(consumer_group, client_id), client_id))
+                holders.update(dict.fromkeys(self.running_info(consumer_group, client_id), client_id))
             except TransportError as error:
                 log.debug("running info of %s: %s", client_id, error)
         rows: list[ProgressRow] = []
@@ -706,7 +756,7 @@ class RemotingTransport:
                         wrapper.broker_offset,
                         wrapper.consumer_offset,
                         wrapper.broker_offset - wrapper.consumer_offset,
-                        owners.get(mq, ""),
+                        holders.get(mq, ""),
                         "",
                     )
                 )

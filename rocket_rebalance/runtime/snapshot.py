@@ -1,0 +1,580 @@
+"""The snapshot collector: a live cluster's consumer groups written as the fleet pipeline's input tables.
+
+``rocket-rebalance snapshot -n ADDR --out DIR`` runs :func:`take_snapshot`. It codes against
+:class:`~.transport.AdminTransport` only, so a real RocketMQ cluster (remoting) and ``nameserver_stub`` (gRPC) are
+read alike: the consumer groups the brokers know, and for each group its connections (members, subscription table,
+message model), every consumer's own report of the queues it holds (GET_CONSUMER_RUNNING_INFO: what it
+*observes*, which the pipeline's plan can be checked against) and its strategy, the group's consume stats
+(offsets), and the route of every subscribed topic.
+
+What could not be read is not guessed: each such thing is a ``rejected`` row with the reason (consumer offline,
+timeout, no online consumer, route missing), and the snapshot is then *partial*, which ``_snapshot.json`` and the
+command's exit status say. Groups are read in parallel by a bounded thread pool; rows are written by the calling
+thread only, as groups finish, so memory holds one group's rows at a time, not the fleet's.
+
+The output folder follows fleet-gen's rules (the pipeline's own helper is not imported: the runtime must not depend
+on the pipeline): new, empty, or an earlier snapshot, whose files listed in its ``_snapshot.json`` are replaced and
+nothing else. Tables are written under hidden ``.part`` names and renamed only when every group has been read, and
+``_snapshot.json`` is written last, so a crash never leaves a half snapshot that the pipeline would read as whole.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import json
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from rocket_rebalance.model import retry_topic, sort_queues
+from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.runtime.transport import (
+    AdminTransport,
+    ConnectionRow,
+    ConsumerReport,
+    TransportError,
+    open_transport,
+    parse_address,
+)
+from rocket_rebalance.strategies import (
+    AllocateMachineRoomNearby,
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
+    AllocateMessageQueueConsistentHash,
+)
+
+__all__ = [
+    "MARKER",
+    "MAX_CONCURRENCY",
+    "SYSTEM_GROUPS",
+    "TABLES",
+    "SnapshotError",
+    "SnapshotResult",
+    "is_system_group",
+    "strategy_name",
+    "take_snapshot",
+]
+
+MARKER = "_snapshot.json"
+"""Written last into the output folder: what was collected, how, and which files; a later run replaces exactly
+those files, and a folder without it (and not empty) is refused."""
+TABLES = ("routes", "members", "subscriptions", "groups", "offsets", "observed", "rejected")
+MAX_CONCURRENCY = 64
+DEFAULT_STRATEGY = "AVG"  # Java's DefaultMQPushConsumer default, AllocateMessageQueueAveragely
+WRITTEN_BY = "rocket-rebalance snapshot"
+
+SYSTEM_GROUPS = frozenset(
+    {
+        "DEFAULT_CONSUMER",
+        "DEFAULT_PRODUCER",
+        "TOOLS_CONSUMER",
+        "SCHEDULE_CONSUMER",
+        "FILTERSRV_CONSUMER",
+        "__MONITOR_CONSUMER",
+        "CLIENT_INNER_PRODUCER",
+        "SELF_TEST_P_GROUP",
+        "SELF_TEST_C_GROUP",
+        "CID_ONS-HTTP-PROXY",
+        "CID_ONSAPI_PERMISSION",
+        "CID_ONSAPI_OWNER",
+        "CID_ONSAPI_PULL",
+        "CID_RMQ_SYS_TRANS",
+    }
+)
+"""RocketMQ's predefined groups (``MixAll.PREDEFINE_GROUP_SET``); with the ``CID_RMQ_SYS_`` prefix
+(``MixAll.isSysConsumerGroup``) these are the broker's own, which every broker lists and no application runs."""
+_SYSTEM_PREFIX = "CID_RMQ_SYS_"
+
+_STRATEGY_CLASSES = {
+    cls.__name__: name
+    for name, cls in (
+        ("AVG", AllocateMessageQueueAveragely),
+        ("AVG_BY_CIRCLE", AllocateMessageQueueAveragelyByCircle),
+        ("CONSISTENT_HASH", AllocateMessageQueueConsistentHash),
+        ("CONFIG", AllocateMessageQueueByConfig),
+        ("MACHINE_ROOM", AllocateMessageQueueByMachineRoom),
+        ("MACHINE_ROOM_NEARBY", AllocateMachineRoomNearby),
+    )
+}
+# A pattern may hold RocketMQ name characters ([%|a-zA-Z0-9_-]) and glob syntax; anything else could never match a
+# group or topic name, so it is a typo to report rather than a filter that silently keeps nothing.
+_BRACKETS = re.compile(r"\[!?\]?[^\]]*\]")
+_PATTERN_REST = re.compile(r"[%|a-zA-Z0-9_*?-]+")
+
+
+class SnapshotError(OSError):
+    """The cluster could not be read at all (name server unreachable, groups not listable): no snapshot."""
+
+
+def is_system_group(group: str) -> bool:
+    return group in SYSTEM_GROUPS or group.startswith(_SYSTEM_PREFIX)
+
+
+def strategy_name(reported: str) -> str | None:
+    """A consumer's ``allocateMessageQueueStrategy`` property as a strategy name of this library.
+
+    Java sends the strategy object's ``toString`` (``org.apache...AllocateMessageQueueAveragely@1b6d3586``), this
+    library's consumers the dotted class name; the class names are the same in both, so the last dotted part before
+    any ``@`` decides. An unknown class (a custom strategy) keeps its class name; no property gives None."""
+    cls = reported.split("@", 1)[0].strip().rsplit(".", 1)[-1]
+    if not cls:
+        return None
+    return _STRATEGY_CLASSES.get(cls, cls)
+
+
+def check_patterns(patterns: Sequence[str], option: str) -> None:
+    for pattern in patterns:
+        rest = _BRACKETS.sub("", pattern)
+        if not pattern or (rest and not _PATTERN_REST.fullmatch(rest)):
+            raise ValueError(
+                f"{option} {pattern!r} is not a pattern of RocketMQ names: use the characters %|a-zA-Z0-9_- and the "
+                "shell wildcards * ? [...]"
+            )
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+# ---------------------------------------------------------------------------------------------- output folder
+
+
+def _own_files() -> set[str]:
+    return {f"{table}.jsonl" for table in TABLES} | {f".{table}.jsonl.part" for table in TABLES}
+
+
+def check_out(out: Path) -> list[str]:
+    """Whether ``out`` may take a snapshot, before anything is read or changed: the files of an earlier snapshot
+    there to replace (empty for a new or empty folder). Anything else is refused with a ``ValueError``."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    if not out.exists():
+        parent = next((p for p in out.absolute().parents if p.exists()), None)
+        if parent is None or not parent.is_dir():
+            raise ValueError(f"--out {out} cannot be created: {parent} is not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ValueError(f"--out {out} cannot be created: {parent} is not writable")
+        return []
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out} is not writable")
+    if not any(out.iterdir()):
+        return []
+    marker = out / MARKER
+    if not marker.is_file():
+        raise ValueError(f"--out {out} is not empty and holds no snapshot (no {MARKER}); give an empty or new folder")
+    try:
+        document = json.loads(marker.read_text(encoding="utf-8"))
+        files = document["files"]
+        if (
+            document.get("written_by") != WRITTEN_BY
+            or not isinstance(files, list)
+            or not all(isinstance(name, str) for name in files)
+        ):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise ValueError(f"{marker} is not a snapshot's {MARKER}; give an empty or new folder") from None
+    foreign = [name for name in files if name not in _own_files()]
+    if foreign:
+        raise ValueError(f"{marker} names {foreign[0]!r}, which snapshot never writes; give an empty or new folder")
+    return list(files)
+
+
+def _write_marker(out: Path, document: dict[str, Any]) -> None:
+    """Replace ``_snapshot.json`` in one rename, so a reader sees the old or the new one, never half of one."""
+    temporary = out / f".{MARKER}.part"
+    temporary.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, out / MARKER)
+
+
+class _Tables:
+    """The output tables as JSON Lines under hidden ``.part`` names until :meth:`publish` renames them."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.counts = dict.fromkeys(TABLES, 0)
+        self._files: dict[str, TextIO] = {}
+        for table in TABLES:
+            self._files[table] = (out / f".{table}.jsonl.part").open("w", encoding="utf-8")
+
+    def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
+        handle = self._files[table]
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.counts[table] += 1
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+
+    def publish(self) -> list[str]:
+        for handle in self._files.values():
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.close()
+        for table in TABLES:
+            os.replace(self.out / f".{table}.jsonl.part", self.out / f"{table}.jsonl")
+        return [f"{table}.jsonl" for table in TABLES]
+
+
+# ---------------------------------------------------------------------------------------------- one group
+
+
+@dataclass
+class _GroupRows:
+    """What reading one group gave: its rows per table, the topics whose routes it needs, or why it was skipped."""
+
+    group: str
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {table: [] for table in TABLES})
+    topics: list[str] = field(default_factory=list)
+    skipped: str = ""
+    defaulted: bool = False
+
+    def reject(self, client_id: str | None, reason: str) -> None:
+        self.rows["rejected"].append({"group": self.group, "client_id": client_id, "reason": reason})
+
+
+def _reason(error: TransportError) -> str:
+    if error.code == "NOT_FOUND":
+        return f"consumer offline: {error}"
+    if error.code == "DEADLINE_EXCEEDED":
+        return f"timeout: {error}"
+    if error.code == "UNAVAILABLE":
+        return f"unreachable: {error}"
+    return f"unreadable ({error.code or 'error'}): {error}"
+
+
+class _Routes:
+    """Each topic's route, asked once for the whole snapshot however many groups subscribe to it."""
+
+    def __init__(self, transport: AdminTransport, known: set[str] | None) -> None:
+        self._transport = transport
+        self._known = known
+        self._found: dict[str, TopicRoute | str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, topic: str) -> TopicRoute | str:
+        """The route, or why there is none (as a rejected row's reason)."""
+        with self._lock:
+            if topic in self._found:
+                return self._found[topic]
+        found: TopicRoute | str
+        if self._known is not None and topic not in self._known:
+            found = f"route missing: topic {topic} is not in the name server's topic list"
+        else:
+            try:
+                found = self._transport.route(topic)
+            except TransportError as error:
+                found = f"route missing: {error}" if error.code == "NOT_FOUND" else f"route of {topic}: {error}"
+            if isinstance(found, TopicRoute) and not found.queue_datas:
+                found = f"route missing: topic {topic} has no broker in its route"
+        with self._lock:
+            return self._found.setdefault(topic, found)
+
+
+def _kept_topics(group: str, subscribed: Iterable[str], patterns: Sequence[str]) -> list[str]:
+    """The subscribed topics the ``--topic`` patterns keep; the group's retry topic stays with any kept topic, as
+    it belongs to the group (consumers balance it like the others) rather than being a topic one filters for."""
+    topics = sorted(set(subscribed))
+    if not patterns:
+        return topics
+    retry = retry_topic(group)
+    kept = [topic for topic in topics if _matches(topic, patterns)]
+    if any(topic != retry for topic in kept) and retry in topics and retry not in kept:
+        kept = sorted([*kept, retry])
+    return kept
+
+
+def _read_group(transport: AdminTransport, group: str, topic_patterns: Sequence[str], routes: _Routes) -> _GroupRows:
+    result = _GroupRows(group)
+    try:
+        connections = transport.consumer_connections(group)
+    except TransportError as error:
+        if error.code != "NOT_FOUND":
+            result.reject(None, f"connection list {_reason(error)}")
+            return result
+        connections = []
+    if not connections:  # RocketMQ says CONSUMER_NOT_ONLINE, the stub lists nobody
+        result.reject(None, "group with no online consumer")
+        return result
+    topics = _kept_topics(group, (t for row in connections for t in row.topics), topic_patterns)
+    if not topics:
+        result.skipped = "no subscribed topic matches --topic"
+        return result
+    result.topics = topics
+    kept = set(topics)
+    result.rows["subscriptions"] = [{"group": group, "topic": topic} for topic in topics]
+
+    reports: dict[str, ConsumerReport] = {}
+    for client_id in sorted({row.client_id for row in connections}):
+        try:
+            reports[client_id] = transport.consumer_report(group, client_id)
+        except TransportError as error:
+            result.reject(client_id, _reason(error))
+    strategies = {
+        cid: strategy_name(r.properties.get("allocateMessageQueueStrategy", "")) for cid, r in reports.items()
+    }
+    result.rows["members"] = _members(group, connections, reports, strategies)
+    result.rows["observed"] = [
+        {"group": group, "client_id": cid, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
+        for cid, report in sorted(reports.items())
+        for mq in sort_queues(report.queues)
+        if mq.topic in kept
+    ]
+    votes = Counter(name for name in strategies.values() if name is not None)
+    chosen = min(votes, key=lambda name: (-votes[name], name)) if votes else DEFAULT_STRATEGY
+    result.defaulted = not votes
+    models = [row.message_model for row in connections if row.message_model] or [
+        r.properties["messageModel"] for r in reports.values() if r.properties.get("messageModel")
+    ]
+    result.rows["groups"] = [
+        {
+            "group": group,
+            "strategy": chosen,
+            "message_model": Counter(models).most_common(1)[0][0] if models else "CLUSTERING",
+            "options": None,
+        }
+    ]
+
+    for topic in topics:
+        route = routes.get(topic)
+        if isinstance(route, str):
+            result.reject(None, route)
+    try:
+        progress = transport.consumer_progress(group, owners=False)  # each consumer is asked once, above
+    except TransportError as error:
+        progress = []
+        if error.code != "NOT_FOUND":  # NOT_FOUND: no offsets stored yet (or a broadcasting group's local ones)
+            result.reject(None, f"consume stats {_reason(error)}")
+    result.rows["offsets"] = [
+        {
+            "group": group,
+            "topic": row.mq.topic,
+            "broker": row.mq.broker_name,
+            "queue_id": row.mq.queue_id,
+            "max_offset": row.broker_offset,
+            "committed_offset": row.consumer_offset,
+        }
+        for row in progress
+        if row.mq.topic in kept and row.consumer_offset >= 0
+    ]
+    return result
+
+
+def _members(
+    group: str,
+    connections: Sequence[ConnectionRow],
+    reports: dict[str, ConsumerReport],
+    strategies: dict[str, str | None],
+) -> list[dict[str, Any]]:
+    """One row per consumer process: a client ID listed ``n`` times at one broker is ``n`` processes sharing the ID
+    (each broker lists every process connected to it), while one process connected to several brokers is listed
+    once by each of them."""
+    per_broker = Counter((row.client_id, row.broker_name) for row in connections)
+    processes: Counter[str] = Counter()
+    for (client_id, _), count in per_broker.items():
+        processes[client_id] = max(processes[client_id], count)
+    languages = {row.client_id: row.language for row in connections if row.language}
+    rows: list[dict[str, Any]] = []
+    for client_id in sorted(processes):
+        report = reports.get(client_id)
+        language = (report.properties.get("PROP_CLIENT_LANGUAGE") if report else None) or languages.get(client_id)
+        row = {
+            "group": group,
+            "client_id": client_id,
+            "view": None,
+            "reported": report is not None,
+            "strategy": strategies.get(client_id),
+            "language": language or None,
+        }
+        rows.extend([row] * processes[client_id])
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- the snapshot
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """What :func:`take_snapshot` wrote: row counts per table, and whether anything was rejected."""
+
+    out: Path
+    counts: dict[str, int]
+    groups: int
+    partial: bool
+
+
+def take_snapshot(
+    address: str,
+    out: Path,
+    *,
+    group_patterns: Sequence[str] = (),
+    topic_patterns: Sequence[str] = (),
+    include_system: bool = False,
+    concurrency: int = 8,
+    timeout: float = 5.0,
+    token: str | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> SnapshotResult:
+    """Collect the cluster at ``address`` into ``out`` (see the module's docstring).
+
+    ``progress(done, total, rejected)`` is called after each group. Arguments and the output folder are checked
+    before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all raises
+    :class:`SnapshotError` and leaves ``out`` as it was."""
+    check_patterns(group_patterns, "--group")
+    check_patterns(topic_patterns, "--topic")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ValueError(f"--concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
+    if not 0 < timeout <= 600:
+        raise ValueError(f"--timeout must be more than 0 and at most 600 seconds, got {timeout!r}")
+    wire, _ = parse_address(address)
+    earlier = check_out(out)
+    started = datetime.datetime.now(datetime.UTC)
+    filters = _Filters(tuple(group_patterns), tuple(topic_patterns), include_system)
+    transport = open_transport(address, token=token, timeout=timeout)
+    try:
+        return _collect(transport, _Target(address, wire, out, earlier, started), filters, concurrency, progress)
+    finally:
+        transport.close()
+
+
+@dataclass(frozen=True)
+class _Filters:
+    group_patterns: tuple[str, ...]
+    topic_patterns: tuple[str, ...]
+    include_system: bool
+
+    def skip_reason(self, group: str) -> str | None:
+        if not self.include_system and is_system_group(group):
+            return "system"
+        if self.group_patterns and not _matches(group, self.group_patterns):
+            return "group_filter"
+        return None
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where the snapshot comes from and goes to, as ``_snapshot.json`` records it."""
+
+    address: str
+    wire: str
+    out: Path
+    earlier: list[str]
+    started: datetime.datetime
+
+
+def _listings(transport: AdminTransport, address: str) -> tuple[set[str] | None, list[str]]:
+    """The name server's topics (None when it will not list them: every route is then asked) and the groups."""
+    try:
+        known: set[str] | None = set(transport.topics())
+    except TransportError as error:
+        if error.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "FAILED_PRECONDITION"):
+            raise SnapshotError(f"cannot reach the name server at {address}: {error}") from None
+        known = None  # e.g. a name server with enableAllTopicList=false
+    try:
+        groups = transport.consumer_groups()
+    except TransportError as error:
+        raise SnapshotError(f"cannot list the consumer groups at {address}: {error}") from None
+    return known, groups
+
+
+def _collect(
+    transport: AdminTransport,
+    target: _Target,
+    filters: _Filters,
+    concurrency: int,
+    progress: Callable[[int, int, int], None] | None,
+) -> SnapshotResult:
+    out = target.out
+    known, listed = _listings(transport, target.address)
+    skipped: dict[str, list[str]] = {"system": [], "group_filter": [], "topic_filter": []}
+    selected: list[str] = []
+    for group in listed:
+        reason = filters.skip_reason(group)
+        if reason is None:
+            selected.append(group)
+        else:
+            skipped[reason].append(group)
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name in target.earlier:
+        (out / name).unlink(missing_ok=True)
+    _write_marker(out, {"written_by": WRITTEN_BY, "complete": False, "files": sorted(_own_files())})
+    tables = _Tables(out)
+    routes = _Routes(transport, known)
+    routed: set[str] = set()
+    defaulted: list[str] = []
+    done = 0
+    try:
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="rr-snapshot") as pool:
+            futures: list[Future[_GroupRows]] = [
+                pool.submit(_read_group, transport, group, filters.topic_patterns, routes) for group in selected
+            ]
+            for future in as_completed(futures):
+                result = future.result()
+                done += 1
+                if result.skipped:
+                    skipped["topic_filter"].append(result.group)
+                else:
+                    for table in TABLES:
+                        tables.write(table, result.rows[table])
+                    new_topics = [topic for topic in result.topics if topic not in routed]
+                    routed.update(new_topics)
+                    tables.write("routes", _route_rows(routes, new_topics))
+                    if result.defaulted:
+                        defaulted.append(result.group)
+                if progress is not None:
+                    progress(done, len(selected), tables.counts["rejected"])
+        files = tables.publish()
+    finally:
+        tables.close()
+    counts = dict(tables.counts)
+    partial = counts["rejected"] > 0
+    _write_marker(
+        out,
+        {
+            "written_by": WRITTEN_BY,
+            "complete": True,
+            "partial": partial,
+            "address": target.address,
+            "wire": target.wire,
+            "time": target.started.isoformat(timespec="seconds"),
+            "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "filters": {
+                "group": list(filters.group_patterns),
+                "topic": list(filters.topic_patterns),
+                "include_system": filters.include_system,
+            },
+            "groups_listed": len(listed),
+            "groups_read": len(selected) - len(skipped["topic_filter"]),
+            "counts": counts,
+            "skipped": {reason: sorted(groups) for reason, groups in skipped.items()},
+            "strategy_defaulted": {
+                "strategy": DEFAULT_STRATEGY,
+                "why": "no consumer of the group reported its strategy (Java's default assumed)",
+                "groups": sorted(defaulted),
+            },
+            "files": files,
+        },
+    )
+    return SnapshotResult(out, counts, len(selected) - len(skipped["topic_filter"]), partial)
+
+
+def _route_rows(routes: _Routes, topics: Iterable[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for topic in topics:
+        route = routes.get(topic)
+        if isinstance(route, TopicRoute):
+            rows.extend(
+                {"topic": topic, "broker": d.broker_name, "read_queue_nums": d.read_queue_nums, "perm": d.perm}
+                for d in route.queue_datas
+            )
+    return rows

@@ -1,0 +1,92 @@
+"""``rocket-rebalance snapshot`` against a real stub process and real consumer processes (gRPC wire): the tables
+say what the group is and what each consumer holds, a group whose consumers left is a rejected row, and a consumer
+that stops answering makes the snapshot partial (exit status 3)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocket_rebalance.runtime.local_cluster import LocalCluster, start_consume_process
+from tests.commands.conftest import RunCli
+
+pytestmark = pytest.mark.e2e
+
+
+def table(out: Path, name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
+    out = tmp_path / "snap"
+    with LocalCluster(tmp_path / "cluster", group="GID_snap") as cluster:
+        gone = start_consume_process(cluster.work_dir, cluster.address, "GID_gone", [cluster.topic], "127.0.0.1@gone")
+        first = cluster.start_consumer("127.0.0.1@s1")
+        cluster.start_consumer("127.0.0.1@s2", "--strategy", "AVG")
+        cluster.wait_until(lambda: gone.owned(cluster.topic) is not None)
+        gone.stop()  # leaves: GID_gone keeps its stored offsets and has no consumer
+        cluster.wait_until(cluster.balanced)
+        cluster.produce(40)
+        cluster.wait_until(cluster.caught_up)
+
+        done = run_cli("snapshot", "-n", cluster.address, "--out", out, "--concurrency", "2", check=False)
+        assert done.returncode == 3, done.stderr
+        assert "partial" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr
+        meta = json.loads((out / "_snapshot.json").read_text(encoding="utf-8"))
+        assert meta["wire"] == "grpc" and meta["partial"] is True and meta["counts"]["rejected"] == 1
+        summary = json.loads(done.stdout)
+        assert summary["groups_read"] == 2 and summary["partial"] is True and summary["rows"] == meta["counts"]
+        assert table(out, "rejected") == [
+            {"group": "GID_gone", "client_id": None, "reason": "group with no online consumer"}
+        ]
+        members = sorted((m["client_id"], m["reported"], m["strategy"], m["language"]) for m in table(out, "members"))
+        assert members == [("127.0.0.1@s1", True, "AVG", "PYTHON"), ("127.0.0.1@s2", True, "AVG", "PYTHON")]
+        assert table(out, "groups") == [
+            {"group": "GID_snap", "strategy": "AVG", "message_model": "CLUSTERING", "options": None}
+        ]
+        assert table(out, "subscriptions") == [
+            {"group": "GID_snap", "topic": "%RETRY%GID_snap"},
+            {"group": "GID_snap", "topic": cluster.topic},
+        ]
+        routes = sorted((r["topic"], r["broker"], r["read_queue_nums"]) for r in table(out, "routes"))
+        assert [route for route in routes if route[0] == cluster.topic] == [
+            (cluster.topic, "broker-a", 4),
+            (cluster.topic, "broker-b", 4),
+        ]
+        assert {route[0] for route in routes} == {cluster.topic, "%RETRY%GID_snap"}, routes
+        observed: dict[str, set[str]] = {"127.0.0.1@s1": set(), "127.0.0.1@s2": set()}
+        for row in table(out, "observed"):
+            observed[row["client_id"]].add(f"{row['broker']}:{row['queue_id']}")
+        assert observed == cluster.ownership() == cluster.expected_ownership()
+        maxima = cluster.max_offsets()
+        assert {
+            (r["topic"], r["broker"], r["queue_id"]): (r["max_offset"], r["committed_offset"])
+            for r in table(out, "offsets")
+            if r["group"] == "GID_snap"
+        } == {
+            **{queue: (top, top) for queue, top in maxima.items()},
+            **{("%RETRY%GID_snap", broker, 0): (0, 0) for broker in ("broker-a", "broker-b")},
+        }
+
+        # Only the group asked for, and one consumer that no longer answers its running-info request.
+        first.process.send_signal(signal.SIGSTOP)
+        try:
+            done = run_cli(
+                "snapshot", "-n", cluster.address, "--out", out, "--group", "GID_s*", "--timeout", "1", check=False
+            )
+        finally:
+            first.process.send_signal(signal.SIGCONT)
+        assert done.returncode == 3, done.stderr
+        rejected = table(out, "rejected")
+        assert [(r["group"], r["client_id"]) for r in rejected] == [("GID_snap", "127.0.0.1@s1")]
+        assert rejected[0]["reason"].startswith("timeout"), rejected
+        meta = json.loads((out / "_snapshot.json").read_text(encoding="utf-8"))
+        assert meta["skipped"]["group_filter"] == ["GID_gone"]
+        assert {m["client_id"]: m["reported"] for m in table(out, "members")} == {
+            "127.0.0.1@s1": False,
+            "127.0.0.1@s2": True,
+        }
