@@ -1,4 +1,4 @@
-"""``rocket-rebalance impact`` and ``rocket-rebalance fleet-gen``: argument parsing only.
+"""``rocket-rebalance impact``, ``audit`` and ``fleet-gen``: argument parsing only.
 
 pyspark and pyarrow are imported inside the handlers, never here, so the rest of the command line stays fast and
 works without the ``spark`` extra.
@@ -30,6 +30,27 @@ def _impact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from rocket_rebalance.pipeline.audit import format_audit, run_audit
+    from rocket_rebalance.pipeline.options import check_master, parse_conf
+
+    if args.report and not args.out:
+        raise ValueError("--report needs --out: without it the output folder is deleted after the audit")
+    if args.limit < 0:
+        raise ValueError(f"--limit must be 0 or more, got {args.limit}")
+    master = args.master or "local[*]"
+    check_master(master)
+    audit = run_audit(
+        Path(args.snapshot),
+        Path(args.out) if args.out else None,
+        master=master,
+        conf=parse_conf(args.conf),
+        report=args.report,
+    )
+    print(format_audit(audit, args.limit, args.format))
+    return audit.status
+
+
 def _fleet_gen(args: argparse.Namespace) -> int:
     from rocket_rebalance.pipeline.fleetgen import write_fleet
 
@@ -37,7 +58,7 @@ def _fleet_gen(args: argparse.Namespace) -> int:
         raise ValueError(f"--groups must be between 1 and {MAX_GROUPS}, got {args.groups}")
     if not 0.0 <= args.split_views <= 1.0:  # NaN too
         raise ValueError(f"--split-views must be between 0 and 1, got {args.split_views}")
-    counts = write_fleet(Path(args.out), args.groups, args.seed, args.split_views, args.format)
+    counts = write_fleet(Path(args.out), args.groups, args.seed, args.split_views, args.format, observed=args.observed)
     print(f"fleet-gen: {args.groups} groups written to {args.out}", file=sys.stderr)
     for name, count in counts.items():
         print(f"  {name:<13} {count:>10} rows")
@@ -55,6 +76,24 @@ def register(subparsers: Any) -> None:
     )
     add_arguments(impact)
     impact.set_defaults(handler=_impact)
+    audit = subparsers.add_parser(
+        "audit",
+        help="findings on a snapshot's current state; exit status 0 clean, 1 findings, 2 error (for cron)",
+        description="Run the fleet job on one snapshot (no scenario) and print one table of findings: violations "
+        "of the computed assignment and of what consumers report holding (observed), the collector's rejected "
+        "rows, and whether the snapshot is partial. Exit status: 0 nothing found, 1 findings or a partial snapshot, "
+        "2 bad input or the job could not run.",
+    )
+    audit.add_argument("--snapshot", required=True, help="snapshot folder (e.g. from rocket-rebalance snapshot)")
+    audit.add_argument(
+        "--out", default=None, help="keep the output tables here (default: a temporary folder, deleted afterwards)"
+    )
+    audit.add_argument("--master", default=None, help="Spark master (default local[*])")
+    audit.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
+    audit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    audit.add_argument("--limit", type=int, default=50, metavar="N", help="print at most N findings (default 50)")
+    audit.add_argument("--report", action="store_true", help="also write report.md and charts into --out")
+    audit.set_defaults(handler=_audit)
     gen = subparsers.add_parser(
         "fleet-gen",
         help="write a realistic synthetic fleet snapshot",
@@ -70,4 +109,9 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--seed", type=int, default=1, help="random seed (same seed, same fleet)")
     gen.add_argument("--split-views", type=float, default=0.02, help="share of groups with a stale member view, 0 to 1")
     gen.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="table file format")
+    gen.add_argument(
+        "--observed",
+        action="store_true",
+        help="also write what each consumer reports holding (the plan, with a fault planted in about 1 group in 20)",
+    )
     gen.set_defaults(handler=_fleet_gen)

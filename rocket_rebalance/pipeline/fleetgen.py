@@ -6,6 +6,12 @@ queue per broker, as brokers create it), client IDs in the Java client's shapes 
 unit name), a mix of strategies and message models, brokers in machine rooms for the room-aware strategies, lag
 on the offsets, and a few split views (a consumer that has not yet seen the newest member). Deterministic for a
 seed; plain Python and pyarrow, no Spark.
+
+With ``observed``, every consumer also reports what it holds (the ``observed`` table, and ``reported``, ``strategy``
+and ``language`` on ``members``), as a live-cluster collector would record it: exactly the plan on the true member
+list, except in about one group in twenty, which gets one planted fault (a queue moved to another consumer, a queue
+dropped, a queue held twice, or a consumer whose running info was not read). The faults draw from their own random
+stream, so a seed gives the same fleet with or without them.
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import retry_topic
+from rocket_rebalance.model import MessageQueue, retry_topic, sort_client_ids
+from rocket_rebalance.pipeline.settings import parse_strategy
+from rocket_rebalance.pipeline.sides import topic_queues
+from rocket_rebalance.plan import plan
 
 __all__ = ["MARKER", "generate_fleet", "write_fleet"]
 
@@ -47,11 +56,70 @@ def _group_size(rng: random.Random) -> int:
     return max(1, min(400, int(rng.paretovariate(1.3) * 2.5)))
 
 
+FAULTS = ("move", "drop", "duplicate", "unreported")
+"""The faults ``observed`` plants, one per faulty group."""
+
+
+def _holdings(
+    group: str, strategy: str, options: str | None, model: str, ids: list[str], routes: list[Row]
+) -> dict[str, list[MessageQueue]]:
+    """What each consumer holds when all is well: the group's plan on its true member list, over every topic."""
+    held: dict[str, list[MessageQueue]] = {cid: [] for cid in ids}
+    by_topic: dict[str, list[Row]] = {}
+    for route in routes:
+        by_topic.setdefault(route["topic"], []).append(route)
+    for topic, rows in by_topic.items():
+        queues = topic_queues(topic, rows)
+        if model == "BROADCASTING":
+            shares = {cid: list(queues) for cid in ids}
+        else:
+            try:
+                shares = plan(parse_strategy(strategy, options), group, queues, sort_client_ids(ids))
+            except (ValueError, TypeError):  # the analysis reports the strategy's refusal; nobody holds anything
+                continue
+        for cid, share in shares.items():
+            held[cid].extend(share)
+    return held
+
+
+def _observed_rows(
+    group: str, ids: list[str], held: dict[str, list[MessageQueue]], faults: random.Random, fault_rate: float
+) -> tuple[set[str], list[Row]]:
+    """The ``observed`` rows of one group, maybe with one planted fault; returns the consumers that did not report."""
+    silent: set[str] = set()
+    holdings = {cid: list(share) for cid, share in held.items()}
+    holding = [cid for cid in ids if holdings[cid]]
+    if holding and faults.random() < fault_rate:
+        fault = faults.choice(FAULTS)
+        victim = faults.choice(holding)
+        mq = faults.choice(holdings[victim])
+        other = faults.choice([cid for cid in ids if cid != victim] or [victim])
+        if fault == "unreported":
+            silent.add(victim)
+            holdings[victim] = []
+        elif fault == "drop" or (fault == "move" and other != victim):
+            holdings[victim].remove(mq)
+        if fault in ("move", "duplicate") and other != victim and mq not in holdings[other]:
+            holdings[other].append(mq)
+    rows = [
+        {"group": group, "client_id": cid, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
+        for cid in dict.fromkeys(ids)
+        for mq in holdings[cid]
+    ]
+    return silent, rows
+
+
 def generate_fleet(
-    groups: int, seed: int = 1, split_views: float = 0.02, topics_per_group: int = 3
+    groups: int,
+    seed: int = 1,
+    split_views: float = 0.02,
+    topics_per_group: int = 3,
+    observed: bool = False,
+    fault_rate: float = 0.05,
 ) -> Iterator[tuple[str, Row]]:
-    """Yield ``(table, row)`` pairs of a fleet of ``groups`` consumer groups."""
+    """Yield ``(table, row)`` pairs of a fleet of ``groups`` consumer groups (with ``observed`` holdings)."""
     rng = random.Random(seed)
+    faults = random.Random(f"observed-{seed}")
     topic_count = max(4, groups // 2)
     topics: list[tuple[str, list[str], int]] = []
     for k in range(topic_count):
@@ -98,20 +166,40 @@ def generate_fleet(
             },
         )
         subscribed = [name for name, _, _ in chosen]
+        group_routes = [
+            {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": 6}
+            for name, brokers, queues in chosen
+            for broker in brokers
+        ]
         if model == "CLUSTERING":
             retry = retry_topic(group)
             subscribed.append(retry)
             for broker in chosen[0][1]:
-                yield "routes", {"topic": retry, "broker": broker, "read_queue_nums": 1, "perm": 6}
+                route = {"topic": retry, "broker": broker, "read_queue_nums": 1, "perm": 6}
+                group_routes.append(route)
+                yield "routes", route
         for name in subscribed:
             yield "subscriptions", {"group": group, "topic": name}
         room_aware = strategy.startswith("MACHINE_ROOM_NEARBY")
         ids = [_client_id(rng, rng.choice(ROOMS) if room_aware else None) for _ in range(_group_size(rng))]
         stale = len(ids) > 2 and rng.random() < split_views
         old_view = ids[:-1] if stale else None
+        silent: set[str] = set()
+        held_rows: list[Row] = []
+        reports: Row = {}
+        if observed:
+            options_text = json.dumps(options, sort_keys=True) if options else None
+            held = _holdings(group, strategy, options_text, model, ids, group_routes)
+            silent, held_rows = _observed_rows(group, ids, held, faults, fault_rate)
+            reports = {"strategy": parse_strategy(strategy, options_text).name, "language": "JAVA"}
         for position, cid in enumerate(ids):
             view = old_view if stale and position < len(ids) // 2 else None
-            yield "members", {"group": group, "client_id": cid, "view": view}
+            member: Row = {"group": group, "client_id": cid, "view": view}
+            if observed:
+                member.update(reports, reported=cid not in silent)
+            yield "members", member
+        for row in held_rows:
+            yield "observed", row
         if model == "CLUSTERING":
             for name, brokers, queues in chosen:
                 for broker in brokers:
@@ -159,24 +247,37 @@ def _claim(out: Path, files: list[str], possible: set[str]) -> None:
 
 
 def write_fleet(
-    out: Path, groups: int, seed: int = 1, split_views: float = 0.02, fmt: str = "parquet", chunk: int = 200_000
+    out: Path,
+    groups: int,
+    seed: int = 1,
+    split_views: float = 0.02,
+    fmt: str = "parquet",
+    chunk: int = 200_000,
+    observed: bool = False,
 ) -> dict[str, int]:
     """Write the fleet as ``<table>.parquet`` files (or ``.jsonl``) in ``out``; returns the row count per table.
 
     ``out`` must be new, empty or an earlier output of this function, whose tables (in either format) are replaced.
+    ``observed`` adds what each consumer reports holding (see :func:`generate_fleet`).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from rocket_rebalance.pipeline.schema import INPUT_TABLES
 
-    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "array<string>": pa.list_(pa.string())}
-    buffers: dict[str, list[Row]] = {name: [] for name in INPUT_TABLES}
-    counts = dict.fromkeys(INPUT_TABLES, 0)
+    types = {
+        "string": pa.string(),
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "boolean": pa.bool_(),
+        "array<string>": pa.list_(pa.string()),
+    }
+    written = [name for name in INPUT_TABLES if name != "rejected" and (observed or name != "observed")]
+    buffers: dict[str, list[Row]] = {name: [] for name in written}
+    counts = dict.fromkeys(written, 0)
     writers: dict[str, Any] = {}
     schemas = {
-        name: pa.schema([pa.field(c.name, types[c.spark_type]) for c in spec.columns])
-        for name, spec in INPUT_TABLES.items()
+        name: pa.schema([pa.field(c.name, types[c.spark_type]) for c in INPUT_TABLES[name].columns]) for name in written
     }
 
     def flush(name: str) -> None:
@@ -195,15 +296,15 @@ def write_fleet(
         raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
     _claim(
         out,
-        [f"{name}.{fmt}" for name in INPUT_TABLES],
-        {f"{name}.{suffix}" for name in INPUT_TABLES for suffix in ("parquet", "jsonl")},
+        [f"{name}.{fmt}" for name in written],
+        {f"{name}.{suffix}" for name in INPUT_TABLES if name != "rejected" for suffix in ("parquet", "jsonl")},
     )
     try:
-        for table, row in generate_fleet(groups, seed, split_views):
+        for table, row in generate_fleet(groups, seed, split_views, observed=observed):
             buffers[table].append(row)
             if len(buffers[table]) >= chunk:
                 flush(table)
-        for name in INPUT_TABLES:
+        for name in written:
             if buffers[name] or counts[name] == 0:  # an empty table is still written
                 flush(name)
     finally:

@@ -15,9 +15,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.pipeline.analysis import Scenario, analyze_group, as_dicts, gc_paused, offsets_from_rows
-from rocket_rebalance.pipeline.schema import AFTER_TABLES, INPUT_TABLES, OUTPUT_TABLES, check_snapshot
-from rocket_rebalance.pipeline.validate import NOT_AN_OBJECT, row_reason, type_reason
+from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
+from rocket_rebalance.pipeline.movement import offsets_from_rows
+from rocket_rebalance.pipeline.rows import as_dicts
+from rocket_rebalance.pipeline.scenario import Scenario
+from rocket_rebalance.pipeline.schema import (
+    AFTER_TABLES,
+    INPUT_TABLES,
+    OPTIONAL_TABLES,
+    OUTPUT_TABLES,
+    check_snapshot,
+)
+from rocket_rebalance.pipeline.validate import NOT_AN_OBJECT, ORPHAN_OBSERVED, row_reason, type_reason
 
 __all__ = [
     "Tables",
@@ -46,6 +55,8 @@ def _coerce(value: Any, spark_type: str) -> Any:
         return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
     if spark_type == "string":
         return value if isinstance(value, str) else None
+    if spark_type == "boolean":
+        return value if isinstance(value, bool) else None
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return list(value)
     return None
@@ -62,7 +73,7 @@ def _typed_row(raw: Any, table: str) -> Row:
     wrong = [
         c
         for c in columns
-        if (c.spark_type in _INTEGER_RANGES and raw.get(c.name) is not None and row[c.name] is None)
+        if (c.spark_type in (*_INTEGER_RANGES, "boolean") and raw.get(c.name) is not None and row[c.name] is None)
         or (c.spark_type.startswith("array") and raw.get(c.name) is not None and not isinstance(raw[c.name], list))
     ]
     if wrong:
@@ -94,16 +105,29 @@ def _file_rows(path: Path, fmt: str) -> Iterator[Any]:
                             yield None
 
 
-def read_snapshot(snapshot: Path, tables: Iterable[str]) -> Tables:
-    """Every table's rows, with the columns of its spec only (missing optional columns are ``None``), and the
-    :data:`MALFORMED` reason of a row Spark cannot read either."""
-    found = check_snapshot(snapshot, list(tables))
+def read_snapshot(snapshot: Path, tables: Iterable[str], optional: tuple[str, ...] = ()) -> Tables:
+    """Every table's rows (``optional`` tables when present), with the columns of its spec only (missing optional
+    columns are ``None``), and the :data:`MALFORMED` reason of a row Spark cannot read either."""
+    found = check_snapshot(snapshot, list(tables), optional)
     return {table: [_typed_row(raw, table) for raw in _file_rows(path, fmt)] for table, (path, fmt) in found.items()}
 
 
 def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
-    """Good rows by table; bad rows go to ``rejected`` with their reason."""
+    """Good rows by table; bad rows go to ``rejected`` with their reason (observed queues of consumers that are
+    not good members too, after the row checks)."""
     good: Tables = {}
+
+    def refuse(table: str, reason: str, row: Row) -> None:
+        rejected.append(
+            {
+                "group": row.get("group"),
+                "side": side,
+                "table": table,
+                "reason": reason,
+                "row": json.dumps(row, sort_keys=True, default=str),
+            }
+        )
+
     for table, rows in tables.items():
         keep = good.setdefault(table, [])
         for row in rows:
@@ -111,15 +135,14 @@ def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
             if reason is None:
                 keep.append(row)
             else:
-                rejected.append(
-                    {
-                        "group": row.get("group"),
-                        "side": side,
-                        "table": table,
-                        "reason": reason,
-                        "row": json.dumps(row, sort_keys=True, default=str),
-                    }
-                )
+                refuse(table, reason, row)
+    if "observed" in good:
+        members = {(row["group"], row["client_id"]) for row in good["members"]}
+        observed = good["observed"]
+        good["observed"] = [row for row in observed if (row["group"], row["client_id"]) in members]
+        for row in observed:
+            if (row["group"], row["client_id"]) not in members:
+                refuse("observed", ORPHAN_OBSERVED, row)
     return good
 
 
@@ -140,12 +163,22 @@ def _sides(tables: Tables) -> dict[str, Row]:
         side["topics"] = (side["topics"] or []) + [topic]
         if routes_by_topic.get(topic):
             side["routes"] = (side["routes"] or []) + routes_by_topic[topic]
+    member_columns = ("client_id", "view", "view_digest", "reported", "strategy", "language")
     for row in tables["members"]:
         side = sides[row["group"]]
-        side["members"] = (side["members"] or []) + [
-            {"client_id": row["client_id"], "view": row["view"], "view_digest": row["view_digest"]}
-        ]
-    return dict(sides)
+        side["members"] = (side["members"] or []) + [{c: row[c] for c in member_columns}]
+    found = dict(sides)
+    if "observed" in tables:  # a snapshot with observed data: every group holds what its rows say, maybe nothing
+        for side in found.values():
+            side["observed"] = []
+        for row in tables["observed"]:
+            held = {c: row[c] for c in ("client_id", "topic", "broker", "queue_id")}
+            found[row["group"]]["observed"].append(held)  # its group has members: orphans were rejected
+    for row in tables.get("rejected", ()):
+        if row["group"] in found and row["client_id"] is not None:
+            side = found[row["group"]]
+            side["unread"] = (side.get("unread") or []) + [{"client_id": row["client_id"], "reason": row["reason"]}]
+    return found
 
 
 def assemble_groups(before: Tables, after: Tables | None, compare: bool) -> list[Row]:
@@ -183,7 +216,7 @@ def _results(
     snapshot: Path, after: Path | None, scenario: Scenario | None, rejected: list[Row]
 ) -> Iterator[dict[str, Any]]:
     tables = ("routes", "members", "subscriptions", "groups", "offsets")
-    before = _split("before", read_snapshot(snapshot, tables), rejected)
+    before = _split("before", read_snapshot(snapshot, tables, OPTIONAL_TABLES), rejected)
     after_tables = _split("after", read_snapshot(after, AFTER_TABLES), rejected) if after is not None else None
     compare = after is not None or scenario is not None
     return (analyze_group(row, scenario, compare) for row in assemble_groups(before, after_tables, compare))

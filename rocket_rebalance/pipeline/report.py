@@ -108,6 +108,7 @@ def fleet_totals(
         "minimum": sum(r["minimum"] for r in groups),
         "exposure": sum(r["exposure"] for r in groups),
         "paused": sum(r["paused"] for r in groups),
+        "observed_violations": sum(r["observed_violations"] or 0 for r in groups),
         "rejected_rows": rejected,
     }
     for (side, kind), count in sorted(violations.items()):

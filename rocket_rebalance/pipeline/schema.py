@@ -16,6 +16,7 @@ import pyarrow as pa
 __all__ = [
     "AFTER_TABLES",
     "INPUT_TABLES",
+    "OPTIONAL_TABLES",
     "OUTPUT_TABLES",
     "Column",
     "SnapshotError",
@@ -69,6 +70,9 @@ INPUT_TABLES: dict[str, TableSpec] = {
                 Column("client_id", "string"),
                 Column("view", "array<string>", False),
                 Column("view_digest", "string", False),
+                Column("reported", "boolean", False),
+                Column("strategy", "string", False),
+                Column("language", "string", False),
             ),
         ),
         TableSpec("subscriptions", (Column("group", "string"), Column("topic", "string"))),
@@ -93,8 +97,31 @@ INPUT_TABLES: dict[str, TableSpec] = {
                 Column("in_flight_offset", "bigint", required=False),
             ),
         ),
+        TableSpec(
+            "observed",
+            (
+                Column("group", "string"),
+                Column("client_id", "string"),
+                Column("topic", "string"),
+                Column("broker", "string"),
+                Column("queue_id", "int"),
+            ),
+        ),
+        TableSpec(
+            "rejected",
+            (
+                Column("group", "string", False),
+                Column("client_id", "string", False),
+                Column("reason", "string", False),
+            ),
+        ),
     )
 }
+
+OPTIONAL_TABLES = ("observed", "rejected")
+"""Tables a live-cluster collector adds (``rocket-rebalance snapshot``), read from ``--snapshot`` when present:
+``observed``, the queues each consumer reports holding, and ``rejected``, what the collector could not read
+(``group``, ``client_id``, ``reason``)."""
 
 AFTER_TABLES = ("routes", "members", "subscriptions", "groups")
 """An ``--after`` snapshot needs no offsets: exposure is measured on the offsets at the moment of the change."""
@@ -137,6 +164,8 @@ def _fits(kind: pa.DataType, spark_type: str) -> bool:
         return _fits(kind.value_type, spark_type)
     if spark_type in ("int", "bigint"):
         return bool(pa.types.is_integer(kind))
+    if spark_type == "boolean":
+        return bool(pa.types.is_boolean(kind))
     if spark_type == "string":
         return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
     return bool(pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _fits(kind.value_type, "string")
@@ -184,8 +213,12 @@ def _columns_of(path: Path, fmt: str, spec: TableSpec, where: str) -> set[str] |
     return None
 
 
-def check_snapshot(snapshot: Path, tables: tuple[str, ...] | list[str]) -> dict[str, tuple[Path, str]]:
+def check_snapshot(
+    snapshot: Path, tables: tuple[str, ...] | list[str], optional: tuple[str, ...] = ()
+) -> dict[str, tuple[Path, str]]:
     """Each table's path and format; raises :class:`SnapshotError` for a missing folder, table or column.
+
+    ``optional`` tables are checked the same way when the snapshot has them, and left out when it does not.
 
     JSON Lines tables are checked on their first object: required columns must be present (``null`` is allowed
     and rejected later, row by row, with a reason, as is a value of the wrong type). Parquet tables are checked on
@@ -194,7 +227,8 @@ def check_snapshot(snapshot: Path, tables: tuple[str, ...] | list[str]) -> dict[
     if not snapshot.is_dir():
         raise SnapshotError(f"snapshot {snapshot}: not a folder")
     found: dict[str, tuple[Path, str]] = {}
-    for table in tables:
+    present = [t for t in optional if any((snapshot / f"{t}{s}").exists() for s in (".parquet", ".jsonl", ".json"))]
+    for table in (*tables, *present):
         path, fmt = table_path(snapshot, table)
         columns = _columns_of(path, fmt, INPUT_TABLES[table], f"snapshot {snapshot}: table {table}")
         if columns is not None:
@@ -285,6 +319,7 @@ OUTPUT_TABLES: dict[str, list[pa.Field]] = {
         ("queues_after", _int),
         ("violations_before", _int),
         ("violations_after", _int),
+        ("observed_violations", _int),
         ("moved", _int),
         ("minimum", _int),
         ("exposure", _long),

@@ -3,7 +3,7 @@
 These are the rules in plain Python; :mod:`rocket_rebalance.pipeline.job` states the same rules as Spark column
 expressions (so checking a billion offsets stays in the JVM), and the tests compare the two paths' ``rejected``
 tables. Rules that need a whole group (no settings, unknown strategy, a member without subscription) live in
-:mod:`rocket_rebalance.pipeline.analysis`, where the group is at hand.
+:mod:`rocket_rebalance.pipeline.sides`, where the group is at hand.
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ from typing import Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 
-__all__ = ["NAME_PATTERN", "NOT_AN_OBJECT", "ROW_CHECKS", "TOO_MANY_QUEUES", "row_reason", "type_reason", "valid_name"]
+__all__ = [
+    "NAME_PATTERN",
+    "NOT_AN_OBJECT",
+    "ORPHAN_OBSERVED",
+    "ROW_CHECKS",
+    "TOO_MANY_QUEUES",
+    "row_reason",
+    "type_reason",
+    "valid_name",
+]
 
 NAME_PATTERN = r"^[%|a-zA-Z0-9_-]+\z"
 """RocketMQ's topic and group name rule, in Java regex syntax (``\\z``: no trailing newline accepted)."""
@@ -90,12 +99,34 @@ def _offset(row: Row) -> str | None:
     return None
 
 
+def _observed(row: Row) -> str | None:
+    reason = _subscription(row) or (None if row.get("client_id") else "client ID is missing")
+    if reason:
+        return reason
+    if not row.get("broker"):
+        return "broker name is missing"
+    if row.get("queue_id") is None or row["queue_id"] < 0:
+        return "queue ID is missing or negative"
+    return None
+
+
+def _collector_note(row: Row) -> str | None:
+    """The collector's own ``rejected`` rows are notes, not data: any row is kept (only its reasons are used)."""
+    return None
+
+
+ORPHAN_OBSERVED = "observed queue of a consumer not in members"
+"""The reason for an ``observed`` row whose group and client ID match no (good) ``members`` row: checked after the
+row checks, since it needs the members table."""
+
 ROW_CHECKS: dict[str, Callable[[Row], str | None]] = {
     "routes": _route,
     "members": _member,
     "subscriptions": _subscription,
     "groups": _group,
     "offsets": _offset,
+    "observed": _observed,
+    "rejected": _collector_note,
 }
 
 

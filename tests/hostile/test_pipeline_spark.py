@@ -107,6 +107,10 @@ def test_a_failure_inside_spark_is_one_line(spark: Any, tmp_path: Path) -> None:
         partitions=2,
         no_report=True,
         conf=[],
+        writer="pyarrow",
+        format=None,
+        write_option=[],
+        table_prefix=None,
     )
     with pytest.raises(ImpactError) as raised:
         run_from_args(args, spark=spark)

@@ -12,17 +12,13 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
-from rocket_rebalance.pipeline.analysis import (
-    ScenarioError,
-    apply_scenario,
-    as_dicts,
-    load_scenario,
-    offsets_from_rows,
-    view_digest,
-)
 from rocket_rebalance.pipeline.analysis import analyze_group as analyze_rows
+from rocket_rebalance.pipeline.movement import offsets_from_rows
+from rocket_rebalance.pipeline.rows import as_dicts
+from rocket_rebalance.pipeline.scenario import ScenarioError, apply_scenario, load_scenario
 from rocket_rebalance.pipeline.schema import SnapshotError, check_snapshot
 from rocket_rebalance.pipeline.validate import row_reason
+from rocket_rebalance.pipeline.views import view_digest
 from rocket_rebalance.plan import movement, plan, split_view
 from rocket_rebalance.strategies import create_strategy
 
@@ -200,6 +196,13 @@ def test_planted_strategy_violations_carry_their_reason() -> None:
     many = analyze_group({"group": "G4", "before": side([(c, None) for c in CIDS], queues=1, brokers=("b",))})
     idle = [v for v in many["violations"] if v["kind"] == "idle_consumer"]
     assert len(idle) == 5 and {v["reason"] for v in idle} == {"more consumers than queues"}
+    pushed = analyze_group(
+        {"group": "G5", "before": side([(CIDS[0], None), (CIDS[0], None), (CIDS[1], None)], queues=2, brokers=("b",))}
+    )  # two distinct consumers for two queues, but Java counts the shared ID twice: the last one gets nothing
+    idle = [v for v in pushed["violations"] if v["kind"] == "idle_consumer"]
+    assert [(v["client_id"], v["reason"]) for v in idle] == [
+        (CIDS[1], "duplicate client ID: 3 members listed for 2 queues, 2 distinct")
+    ]
 
 
 def test_bad_settings_and_orphan_members_are_rejected_not_analyzed() -> None:
@@ -261,7 +264,9 @@ def test_scenario_applies_joins_leaves_broker_down_and_strategy() -> None:
     after = apply_scenario("G1", before, scenario)
     assert after is not None
     assert len(after["members"]) == 4 and CIDS[0] not in {m["client_id"] for m in after["members"]}
-    assert {r["broker"] for r in after["routes"]} == {"broker-a"}
+    assert after["brokers_down"] == ["broker-b"]
+    taken = as_dicts(analyze_rows({"group": "G1", "before": before}, scenario))["assignments"]
+    assert {r["broker"] for r in taken if r["side"] == "after"} == {"broker-a"}
     assert after["settings"][0]["strategy"] == "CONSISTENT_HASH"
     untouched = apply_scenario("G2", before, scenario)
     assert untouched is not None and len(untouched["members"]) == 3

@@ -14,8 +14,8 @@ import pytest
 
 from rocket_rebalance.cli import main as cli_main
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
-from rocket_rebalance.pipeline.analysis import Scenario, load_scenario
 from rocket_rebalance.pipeline.reference import Tables, run_reference
+from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, SnapshotError
 
 pytestmark = pytest.mark.spark

@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocket_rebalance.pipeline.analysis import analyze_group, as_dicts, gc_paused, load_scenario, offsets_from_rows
+from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
+from rocket_rebalance.pipeline.movement import offsets_from_rows
+from rocket_rebalance.pipeline.rows import as_dicts
+from rocket_rebalance.pipeline.scenario import load_scenario
 
 pa = pytest.importorskip("pyarrow")
 

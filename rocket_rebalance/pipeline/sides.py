@@ -1,0 +1,412 @@
+"""One side (before or after) of one group: what each consumer takes from its own view, and what goes wrong.
+
+The steps, in order: check the group's settings (:func:`_check_settings`), drop members of a group with no
+subscription, resolve views given by digest, then per subscribed topic expand the route into the queues a consumer
+sees (the route model's :class:`~rocket_rebalance.route.TopicRoute`), plan every distinct view once, and report
+the queues with no owner or two, and the consumers left idle; finally each consumer's skew over all topics.
+The returned :class:`Side` keeps what movement and the strategy comparison need, so nothing is planned twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+from rocket_rebalance.model import (
+    ClientIdList,
+    MessageQueue,
+    QueueList,
+    RebalanceInput,
+    java_string_key,
+    prepare_rebalance_input,
+    sort_client_ids,
+)
+from rocket_rebalance.pipeline.rows import AssignmentRow, BalanceRow, RejectedRow, SkewRow, Tables, ViolationRow
+from rocket_rebalance.pipeline.settings import BROADCASTING, CLUSTERING, MESSAGE_MODELS, parse_strategy
+from rocket_rebalance.pipeline.views import resolve_views
+from rocket_rebalance.plan import Plan, balance, plan
+from rocket_rebalance.route import QueueData, RouteError, TopicRoute
+from rocket_rebalance.strategies import AllocateMessageQueueStrategy
+
+__all__ = ["DEFAULT_PERM", "MORE_CONSUMERS_THAN_QUEUES", "Data", "Side", "analyze_side", "topic_queues"]
+
+MORE_CONSUMERS_THAN_QUEUES = "more consumers than queues"
+"""The reason of an idle consumer that no strategy could give a queue (an audit expects it on retry topics)."""
+
+DEFAULT_PERM = 6
+"""A route row without a perm is readable and writable, as a broker creates a topic."""
+
+Data = Mapping[str, Any]
+"""One side of a group input row (see :mod:`rocket_rebalance.pipeline.analysis`)."""
+
+
+@dataclass
+class Side:
+    """What one side (before or after) of a group computes; kept for movement and the strategy comparison."""
+
+    name: str
+    ok: bool = False
+    strategy: AllocateMessageQueueStrategy | None = None
+    label: str | None = None
+    model: str | None = None
+    members: list[str] = field(default_factory=list)  # one entry per consumer process, Java order
+    inputs: dict[str, RebalanceInput] = field(default_factory=dict)  # per topic, the true member list
+    shares: dict[str, Plan] = field(default_factory=dict)  # per topic: what each live consumer takes
+    unowned: dict[str, int] = field(default_factory=dict)
+    violations: int = 0
+    queues: int = 0
+    true_plans: dict[str, Plan] = field(default_factory=dict)  # per topic: the plan on the true member list
+    true_errors: dict[str, str] = field(default_factory=dict)
+
+
+def _row_json(row: Mapping[str, Any]) -> str:
+    return json.dumps({k: v for k, v in row.items() if not k.startswith("_")}, sort_keys=True, default=str)
+
+
+def reject(out: Tables, side: str, table: str, reason: str, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Input rows that a whole-group rule refuses, as ``rejected`` rows of this side."""
+    for row in rows:
+        out["rejected"].append(RejectedRow(side=side, table=table, reason=reason, row=_row_json(row)))
+
+
+# ---- routes ------------------------------------------------------------------------------------------------------
+
+_queue_cache: dict[tuple[str, tuple[tuple[str, int], ...]], QueueList] = {}
+
+
+def topic_queues(topic: str, routes: Sequence[Mapping[str, Any]], down: Iterable[str] = ()) -> QueueList:
+    """The topic's queues as a consumer sees them, sorted: its route rows as the route model's
+    :class:`~rocket_rebalance.route.TopicRoute` (readable brokers only, without the brokers ``down``).
+
+    Many groups subscribe to one topic, so the sorted list (and the hashes its queues cache) is prepared once per
+    worker and shared between the groups it analyses. Raises :class:`~rocket_rebalance.route.RouteError` for a
+    route of more readable queues than a topic may have.
+    """
+    route = TopicRoute(
+        topic,
+        tuple(
+            QueueData(
+                r["broker"],
+                r["read_queue_nums"],
+                r["read_queue_nums"],
+                DEFAULT_PERM if r.get("perm") is None else r["perm"],
+            )
+            for r in routes
+        ),
+    )
+    gone = set(down).intersection(route.brokers())
+    if gone:
+        route = route.without_brokers(gone)
+    key = (topic, tuple(sorted((d.broker_name, d.read_queue_nums) for d in route.queue_datas if d.readable)))
+    queues = _queue_cache.get(key)
+    if queues is None:
+        queues = prepare_rebalance_input(route.subscribe_queues(), (), warn=False).mq_all
+        if len(_queue_cache) > 100_000:
+            _queue_cache.clear()
+        _queue_cache[key] = queues
+    return queues
+
+
+# ---- settings ----------------------------------------------------------------------------------------------------
+
+
+def _check_settings(group: str, side: Side, settings: list[Mapping[str, Any]], out: Tables) -> str | None:
+    """Set the side's strategy and model from its one settings row; otherwise why the group cannot be analysed."""
+    if not settings:
+        return "the group has no settings row"
+    if len(settings) > 1:
+        reason = f"the group has {len(settings)} settings rows"
+        reject(out, side.name, "groups", reason, ({"group": group, **s} for s in settings))
+        return reason
+    row = settings[0]
+    model = row.get("message_model") or CLUSTERING
+    try:
+        if model not in MESSAGE_MODELS:
+            raise ValueError(f"unknown message model {model!r}; valid: {', '.join(MESSAGE_MODELS)}")
+        side.strategy = parse_strategy(row.get("strategy"), row.get("options"))
+    except (ValueError, TypeError) as error:
+        reject(out, side.name, "groups", str(error), [{"group": group, **row}])
+        return "group settings rejected"
+    side.model = model
+    side.label = side.strategy.name
+    return None
+
+
+# ---- violations ----------------------------------------------------------------------------------------------------
+
+
+def _violation_reason(side: Side, owners_now: list[str], true_count: int, plan_error: str | None) -> str:
+    count = len(owners_now)
+    if plan_error is not None:
+        return f"allocation failed: {plan_error}"
+    if count != true_count:
+        return "split view: consumers disagree on the member list"
+    if count > 1 and len(set(owners_now)) < count:
+        return "duplicate client ID: consumers sharing an ID compute the same share"
+    name = side.strategy.name if side.strategy is not None else ""
+    if name == "CONFIG":
+        if count:
+            return f"CONFIG overlap: the queue is configured for {count} consumers"
+        return "CONFIG: the queue is configured for no consumer"
+    if name == "MACHINE_ROOM" and not count:
+        return "MACHINE_ROOM: the broker is not in one of the consumer_idcs machine rooms"
+    if count:
+        return f"the strategy gives the queue to {count} consumers"
+    return "the strategy gives the queue to no consumer"
+
+
+class _ViewPlans:
+    """Each distinct member list planned once (as :func:`rocket_rebalance.plan.split_view` does).
+
+    A list the strategy refuses (Java throws and the consumer keeps nothing new) plans to nobody; the error is kept.
+    """
+
+    def __init__(self, strategy: AllocateMessageQueueStrategy, group: str, mq_all: Sequence[MessageQueue]) -> None:
+        self.strategy, self.group, self.mq_all = strategy, group, mq_all
+        self.plans: dict[tuple[str, ...], Plan] = {}
+        self.errors: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, key: tuple[str, ...]) -> Plan:
+        found = self.plans.get(key)
+        if found is None:
+            found = {}
+            if key:
+                try:
+                    found = plan(self.strategy, self.group, self.mq_all, key)
+                except (ValueError, TypeError) as error:
+                    self.errors[key] = str(error)
+            self.plans[key] = found
+        return found
+
+
+# ---- the side --------------------------------------------------------------------------------------------------
+
+
+class _SideWork:
+    """The state one side's topics share: the members (views resolved), their multiplicity and skew totals."""
+
+    def __init__(self, group: str, side: Side, members: list[dict[str, Any]], out: Tables) -> None:
+        self.group, self.side, self.members, self.out = group, side, members, out
+        self.multiplicity = Counter(side.members)
+        self.member_input = prepare_rebalance_input((), side.members, warn=False)  # the same list for every topic
+        self.skew_totals: dict[str, int] = dict.fromkeys(side.members, 0)
+        self.unknown: dict[str, str] = {}
+
+    def violation(self, **columns: Any) -> None:
+        self.out["violations"].append(ViolationRow(side=self.side.name, **columns))
+
+    def assign(self, topic: str, queues: Iterable[MessageQueue], owner: str) -> None:
+        name = self.side.name
+        self.out["assignments"].extend(
+            [
+                AssignmentRow(side=name, topic=topic, broker=mq.broker_name, queue_id=mq.queue_id, owner=owner)
+                for mq in queues
+            ]
+        )
+
+    def balance_row(self, topic: str, shares: Plan) -> None:
+        self.out["balance"].append(
+            BalanceRow(self.side.name, topic, *balance(shares))
+        )  # Balance's fields are the columns
+
+    def topic(self, topic: str, mq_all: QueueList) -> None:
+        """Plan one topic, record what each consumer takes and what goes wrong."""
+        side = self.side
+        true_input = self.member_input._replace(mq_all=mq_all)
+        side.inputs[topic] = true_input
+        side.queues += len(mq_all)
+        if side.model == BROADCASTING:
+            self.broadcast(topic, mq_all)
+            return
+        assert side.strategy is not None
+        true_key = true_input.cid_all  # a ClientIdList: its items were checked once, plans skip the rescan
+        plan_of = _ViewPlans(side.strategy, self.group, mq_all)
+        true_plan = plan_of(true_key)
+        plan_error = plan_of.errors.get(true_key) if side.members else None
+        side.true_plans[topic] = true_plan
+        if plan_error is not None:
+            side.true_errors[topic] = plan_error
+        held, effective, split = self.held(topic, plan_of, true_key)
+        if not split and plan_error is None:
+            effective = true_plan  # everyone planned on the true list: the same shares, and one object to compare
+        side.shares[topic] = effective
+        self.ownership(topic, mq_all, held, true_plan, plan_error)
+        if plan_error is None:
+            self.idle(topic, mq_all, effective, true_key)
+        self.balance_row(topic, effective)
+        for cid, share in effective.items():
+            self.skew_totals[cid] += len(share)
+
+    def broadcast(self, topic: str, mq_all: QueueList) -> None:
+        """Every consumer of a broadcasting group reads every queue: no violation, nothing to plan."""
+        shares: Plan = {cid: list(mq_all) for cid in self.side.members}
+        for cid in self.side.members:
+            self.assign(topic, mq_all, cid)
+            self.skew_totals[cid] += len(mq_all)
+        self.side.shares[topic] = shares
+        self.balance_row(topic, shares)
+
+    def held(
+        self, topic: str, plan_of: _ViewPlans, true_key: ClientIdList
+    ) -> tuple[list[tuple[str, list[MessageQueue]]], Plan, bool]:
+        """What each consumer process takes from its own view, in member order; the effective plan; whether any
+        consumer planned on a list of its own (a split view)."""
+        held: list[tuple[str, list[MessageQueue]]] = []
+        effective: Plan = {}
+        view_keys: dict[tuple[str, ...], ClientIdList] = {}  # a stale view is usually shared by many members
+        for member in self.members:
+            cid = member["client_id"]
+            view = member.get("view")
+            key: ClientIdList
+            if view is None:
+                key = true_key
+            else:
+                raw = tuple(view)
+                key = view_keys.get(raw) or view_keys.setdefault(
+                    raw, prepare_rebalance_input((), raw, warn=False).cid_all
+                )
+            share = plan_of(key).get(cid, [])
+            effective.setdefault(cid, share)
+            held.append((cid, share))
+            self.assign(topic, share, cid)
+        return held, effective, bool(view_keys)
+
+    def ownership(
+        self,
+        topic: str,
+        mq_all: QueueList,
+        held: list[tuple[str, list[MessageQueue]]],
+        true_plan: Plan,
+        plan_error: str | None,
+    ) -> None:
+        """A violation row for each queue with no owner or more than one, with the reason it has."""
+        holder_count = Counter(chain.from_iterable(share for _, share in held))
+        odd = [mq for mq in mq_all if holder_count.get(mq) != 1]  # usually none: holders are listed for these only
+        taken: dict[MessageQueue, list[str]] = {mq: [] for mq in odd}
+        true_count: Counter[MessageQueue] = Counter()
+        if odd:
+            for cid, share in held:
+                for mq in share:
+                    if mq in taken:
+                        taken[mq].append(cid)
+            for cid, share in true_plan.items():
+                for mq in share:
+                    true_count[mq] += self.multiplicity[cid]
+        unowned = 0
+        for mq in odd:
+            holders = taken[mq]
+            unowned += not holders
+            self.side.violations += 1
+            reason = (
+                "no live consumer"
+                if not self.side.members
+                else _violation_reason(self.side, holders, true_count[mq], plan_error)
+            )
+            self.violation(
+                topic=topic,
+                broker=mq.broker_name,
+                queue_id=mq.queue_id,
+                kind="unowned" if not holders else "double_owned",
+                owners=holders,
+                client_id=None,
+                reason=reason,
+            )
+        self.side.unowned[topic] = unowned
+
+    def idle(self, topic: str, mq_all: QueueList, effective: Plan, true_key: ClientIdList) -> None:
+        """An ``idle_consumer`` row for each consumer that takes no queue of a topic that has queues, and why."""
+        seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
+        for member in self.members:
+            cid = member["client_id"]
+            if effective.get(cid) or cid in self.unknown:
+                continue
+            view = member.get("view")
+            raw = true_key if view is None else tuple(view)
+            seen = seen_sets.get(raw) or seen_sets.setdefault(raw, frozenset(raw))
+            if cid not in seen:
+                why = "the consumer is missing from its own view of the members"
+            elif len(seen) > len(mq_all):
+                why = MORE_CONSUMERS_THAN_QUEUES
+            elif len(raw) > len(mq_all):  # Java counts a listed ID as often as it is listed
+                why = f"duplicate client ID: {len(raw)} members listed for {len(mq_all)} queues, {len(seen)} distinct"
+            else:
+                why = "the strategy gives the consumer no queue"
+            self.violation(
+                topic=topic, broker=None, queue_id=None, kind="idle_consumer", owners=[], client_id=cid, reason=why
+            )
+
+    def skew(self) -> None:
+        """Each consumer's queues over all topics against the group's mean: topics balanced one by one can pile
+        extra queues onto the same consumer."""
+        totals = self.skew_totals
+        if not totals:
+            return
+        mean = sum(totals.values()) / len(totals)
+        for cid in sort_client_ids(totals):
+            total = totals[cid]
+            self.out["skew"].append(
+                SkewRow(
+                    side=self.side.name,
+                    client_id=cid,
+                    queues=total,
+                    fair_share=mean,
+                    skew=total / mean if mean else 1.0,
+                )
+            )
+
+
+def analyze_side(group: str, name: str, data: Data | None, out: Tables, known: Sequence[Sequence[str]] = ()) -> Side:
+    """One side of a group: check its settings, then per topic what each consumer takes from its own view.
+
+    ``known`` are member lists a ``view_digest`` may name besides the side's own (see
+    :func:`~rocket_rebalance.pipeline.views.resolve_views`). Appends assignments, violations, balance and skew rows
+    to ``out``.
+    """
+    side = Side(name)
+    if data is None:
+        return side
+    topics = sorted(set(data.get("topics") or ()), key=java_string_key)
+    members = sorted(
+        data.get("members") or (),
+        key=lambda m: (java_string_key(m["client_id"]), tuple(m.get("view") or ()), m.get("view_digest") or ""),
+    )
+    reason = _check_settings(group, side, list(data.get("settings") or ()), out)
+    if reason is not None:
+        reject(out, name, "members", reason, ({"group": group, **m} for m in members))
+        reject(out, name, "subscriptions", reason, ({"group": group, "topic": t} for t in topics))
+        return side
+    if members and not topics:
+        reject(out, name, "members", "member of a group with no subscription", ({"group": group, **m} for m in members))
+        members = []
+    side.ok = True
+    side.members = [m["client_id"] for m in members]
+    members, unknown = resolve_views(members, side.members, known)
+    work = _SideWork(group, side, members, out)
+    work.unknown = unknown
+    for cid, digest in unknown.items():
+        why = f"its member list (digest {digest}) matches no list known for the group: its share cannot be computed"
+        work.violation(
+            topic=None, broker=None, queue_id=None, kind="unknown_view", owners=[], client_id=cid, reason=why
+        )
+    routes: dict[str, list[Mapping[str, Any]]] = {}
+    for row in data.get("routes") or ():
+        routes.setdefault(row["topic"], []).append(row)
+    down = data.get("brokers_down") or ()
+    for topic in topics:
+        try:
+            mq_all = topic_queues(topic, routes.get(topic, ()), down)
+            why = "the topic has no readable queue; consumers skip it"
+        except RouteError as error:
+            mq_all, why = QueueList(), f"route refused: {error}; consumers skip it"
+        if not mq_all:
+            work.violation(
+                topic=topic, broker=None, queue_id=None, kind="no_route", owners=[], client_id=None, reason=why
+            )
+            continue
+        work.topic(topic, mq_all)
+    work.skew()
+    return side

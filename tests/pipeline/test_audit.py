@@ -1,0 +1,121 @@
+"""``rocket-rebalance audit``: findings of a snapshot's current state and its exit status (real Spark, local[2])."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocket_rebalance.cli import main as cli_main
+from rocket_rebalance.pipeline.audit import expected_idleness
+from rocket_rebalance.pipeline.reference import run_reference
+from tests.pipeline.test_job import assert_same
+from tests.pipeline.test_observed import observed_fleet
+
+pytestmark = pytest.mark.spark
+pytest.importorskip("pyarrow")
+
+A, B = "10.0.0.1@4001#1700000001", "10.0.0.2@4002#1700000002"
+
+
+def write_jsonl(folder: Path, name: str, rows: list[dict[str, Any]]) -> None:
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def clean_snapshot(base: Path) -> Path:
+    """One AVG group of two consumers holding exactly their plan: nothing to find."""
+    snap = base / "clean"
+    snap.mkdir()
+    write_jsonl(snap, "routes", [{"topic": "T", "broker": "b", "read_queue_nums": 4, "perm": 6}])
+    write_jsonl(snap, "groups", [{"group": "G", "strategy": "AVG", "message_model": "CLUSTERING"}])
+    write_jsonl(snap, "subscriptions", [{"group": "G", "topic": "T"}])
+    members = [{"group": "G", "client_id": cid, "reported": True, "strategy": "AVG"} for cid in (A, B)]
+    write_jsonl(snap, "members", members)
+    write_jsonl(snap, "offsets", [])
+    held = [(A, 0), (A, 1), (B, 2), (B, 3)]  # AVG: the first consumer in Java order takes the first half
+    write_jsonl(
+        snap, "observed", [{"group": "G", "client_id": c, "topic": "T", "broker": "b", "queue_id": q} for c, q in held]
+    )
+    return snap
+
+
+@pytest.fixture
+def shared_session(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The command runs on the test session (which it must not stop) instead of starting a JVM of its own."""
+    import rocket_rebalance.pipeline.audit as audit
+
+    original = audit.run_audit
+    monkeypatch.setattr(audit, "run_audit", lambda *args, **kwargs: original(*args, **{**kwargs, "spark": spark}))
+    return spark
+
+
+def test_a_clean_snapshot_exits_0(shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["audit", "--snapshot", str(clean_snapshot(tmp_path))]) == 0
+    assert capsys.readouterr().out.strip() == "no findings"
+    assert [p.name for p in tmp_path.iterdir()] == ["clean"]  # the temporary output folder is gone
+
+
+def test_audit_of_an_observed_fleet_equals_the_reference_and_exits_1(
+    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = observed_fleet(tmp_path)
+    (fleet / "_snapshot.json").write_text(json.dumps({"partial": True, "groups": 40}))
+    out = tmp_path / "out"
+    status = cli_main(["audit", "--snapshot", str(fleet), "--out", str(out), "--limit", "3", "--format", "json"])
+    assert status == 1
+    printed = json.loads(capsys.readouterr().out)
+    reference = run_reference(fleet)
+    assert_same(out, reference)  # the Spark job equals the reference on observed data too
+    assert printed["partial"] is True and len(printed["findings"]) == 3
+    findings = [v for v in reference["violations"] if not expected_idleness(v)]
+    assert len(findings) < len(reference["violations"])  # the fleet has consumers idle on retry topics ...
+    assert printed["more_findings"] == len(findings) - 3  # ... which are not findings
+    assert {"reason": "broker-b unreachable", "group": None, "client_id": None} in printed["collector_rejected"]
+    assert printed["rejected_rows"] == len(reference["rejected"]) >= 2
+    observed = [v for v in reference["violations"] if v["side"] == "observed"]
+    assert {"double_owned", "observed_mismatch", "unreported"} <= {v["kind"] for v in observed}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["totals"]["observed_violations"] == len(observed)
+
+
+def test_a_partial_snapshot_is_a_finding_in_the_table_too() -> None:
+    from rocket_rebalance.pipeline.audit import Audit, format_audit
+
+    audit = Audit([], True, [{"group": "G", "client_id": A, "reason": "timeout"}])
+    text = format_audit(audit, 50, "table")
+    assert audit.status == 1 and text.startswith("partial snapshot") and "timeout" in text
+    assert Audit([], False).status == 0
+    rejected = Audit([], False, rejected_rows=2)  # rows not checked could hide a problem
+    assert rejected.status == 1 and "2 input rows rejected, so not checked" in format_audit(rejected, 50, "table")
+
+
+def test_only_retry_topics_idle_for_lack_of_queues_are_expected() -> None:
+    row = {"kind": "idle_consumer", "topic": "%RETRY%G", "reason": "more consumers than queues"}
+    assert expected_idleness(row)
+    assert not expected_idleness({**row, "topic": "T"})  # a topic of the application: a real finding
+    assert not expected_idleness({**row, "reason": "the consumer is missing from its own view of the members"})
+    assert not expected_idleness({**row, "kind": "unowned"})
+
+
+@pytest.mark.parametrize(
+    ("setup", "extra", "message"),
+    [
+        (lambda snap: (snap / "_snapshot.json").write_text("{oops"), [], "_snapshot.json is not JSON"),
+        (lambda snap: (snap / "_snapshot.json").write_text('{"partial": "yes"}'), [], '"partial": true or false'),
+        (lambda snap: (snap / "rejected.jsonl").write_text("[1]\n"), [], "rejected.jsonl line 1 is not a JSON object"),
+        (lambda snap: (snap / "routes.jsonl").unlink(), [], "table 'routes' not found"),
+        (lambda snap: None, ["--limit", "-1"], "--limit must be 0 or more"),
+        (lambda snap: None, ["--report"], "--report needs --out"),
+        (lambda snap: None, ["--master", "nowhere"], "is not a Spark master"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: Any, extra: list[str], message: str
+) -> None:
+    snap = clean_snapshot(tmp_path)
+    setup(snap)
+    assert cli_main(["audit", "--snapshot", str(snap), *extra]) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("impact [")]
+    assert len(err) == 1 and err[0].startswith("rocket-rebalance: ") and message in err[0], err
