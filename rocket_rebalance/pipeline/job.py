@@ -19,7 +19,6 @@ pyarrow's file systems for the tables the executors write, so the executors need
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
@@ -31,18 +30,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
-from rocket_rebalance.pipeline.analysis import Scenario, load_scenario
-from rocket_rebalance.pipeline.options import MAX_PARTITIONS, check_master, parse_conf
+from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
+from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import (
     AFTER_TABLES,
     INPUT_TABLES,
-    OUTPUT_TABLES,
+    OPTIONAL_TABLES,
     TableSpec,
     check_snapshot,
 )
-from rocket_rebalance.pipeline.validate import NAME_PATTERN, NOT_AN_OBJECT, TOO_MANY_QUEUES, type_reason
+from rocket_rebalance.pipeline.validate import (
+    NAME_PATTERN,
+    NOT_AN_OBJECT,
+    ORPHAN_OBSERVED,
+    TOO_MANY_QUEUES,
+    type_reason,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -155,6 +160,16 @@ def _reason(table: str) -> Column:
         return F.when(group_bad, "invalid group name").when(topic_bad, "invalid topic name")
     if table == "groups":
         return F.when(group_bad, "invalid group name")
+    if table == "observed":
+        return (
+            F.when(group_bad, "invalid group name")
+            .when(topic_bad, "invalid topic name")
+            .when(c("client_id").isNull() | (c("client_id") == ""), "client ID is missing")
+            .when(broker_missing, "broker name is missing")
+            .when(c("queue_id").isNull() | (c("queue_id") < 0), "queue ID is missing or negative")
+        )
+    if table == "rejected":  # the collector's notes: kept whole, only their reasons are used
+        return F.lit(None).cast("string")
     committed, maximum, in_flight = c("committed_offset"), c("max_offset"), c("in_flight_offset")
     return (
         F.when(group_bad, "invalid group name")
@@ -191,6 +206,20 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
             F.to_json(F.struct(*[F.col(f"`{name}`") for name in columns])).alias("row"),
         )
         bad_rows.append(bad)
+    if "observed" in good:  # a held queue of a consumer the members table does not have (as a good row)
+        members = good["members"].select("group", "client_id").distinct()
+        observed = good["observed"]
+        good["observed"] = observed.join(members, ["group", "client_id"], "left_semi")
+        orphans = observed.join(members, ["group", "client_id"], "left_anti")
+        bad_rows.append(
+            orphans.select(
+                "group",
+                F.lit(side).alias("side"),
+                F.lit("observed").alias("table"),
+                F.lit(ORPHAN_OBSERVED).alias("reason"),
+                F.to_json(F.struct(*[F.col(f"`{name}`") for name in observed.columns])).alias("row"),
+            )
+        )
     return good, reduce(lambda left, right: left.unionByName(right), bad_rows)
 
 
@@ -208,7 +237,11 @@ def _side(good: dict[str, DataFrame], name: str) -> DataFrame:
     members = (
         good["members"]
         .groupBy("group")
-        .agg(F.collect_list(F.struct("client_id", "view", "view_digest")).alias("members"))
+        .agg(
+            F.collect_list(F.struct("client_id", "view", "view_digest", "reported", "strategy", "language")).alias(
+                "members"
+            )
+        )
     )
     settings = (
         good["groups"]
@@ -220,7 +253,20 @@ def _side(good: dict[str, DataFrame], name: str) -> DataFrame:
         .join(members, "group", "full_outer")
         .join(routes, "group", "left_outer")
     )
-    return side.select("group", F.struct("settings", "topics", "routes", "members").alias(name))
+    fields = ["settings", "topics", "routes", "members"]
+    if "observed" in good:  # with an observed table every group holds what its rows say, possibly nothing
+        held = F.struct("client_id", "topic", "broker", "queue_id")
+        observed = good["observed"].groupBy("group").agg(F.collect_list(held).alias("observed"))
+        side = side.join(observed, "group", "left_outer").withColumn(
+            "observed", F.coalesce(F.col("observed"), F.array().cast(observed.schema["observed"].dataType))
+        )
+        fields.append("observed")
+    if "rejected" in good:  # the collector's reasons for consumers whose running info it could not read
+        notes = good["rejected"].filter(F.col("group").isNotNull() & F.col("client_id").isNotNull())
+        unread = notes.groupBy("group").agg(F.collect_list(F.struct("client_id", "reason")).alias("unread"))
+        side = side.join(unread, "group", "left_outer")
+        fields.append("unread")
+    return side.select("group", F.struct(*fields).alias(name))
 
 
 @dataclass
@@ -250,6 +296,7 @@ def run_impact(
     progress: Callable[[str], None] | None = None,
     conf: dict[str, str] | None = None,
     inputs: Sequence[Path | str] = (),
+    writer: WriterSpec | None = None,
 ) -> ImpactResult:
     """Run the whole impact analysis; ``after`` and ``scenario`` are exclusive (neither: the snapshot alone).
 
@@ -257,6 +304,7 @@ def run_impact(
     table or column raises ``SnapshotError``) and the output folder (``OutputError``: it must lie apart from the
     snapshots, their tables and ``inputs``, further input files such as the scenario's, and hold nothing but an
     earlier run's output). ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped.
+    ``writer`` says who writes the tables (default: the executors, with pyarrow; see :mod:`.writers`).
     """
     if after is not None and scenario is not None:
         raise ValueError("give either an after snapshot or a scenario, not both")
@@ -275,7 +323,9 @@ def run_impact(
 
     log(f"checking snapshot {snapshot}")
     before_paths: dict[str, tuple[Path | str, str]] = dict(
-        check_snapshot(Path(snapshot), BEFORE_TABLES) if _is_local(snapshot) else _remote(snapshot, BEFORE_TABLES)
+        check_snapshot(Path(snapshot), BEFORE_TABLES, OPTIONAL_TABLES)
+        if _is_local(snapshot)
+        else _remote(snapshot, BEFORE_TABLES)
     )
     after_paths: dict[str, tuple[Path | str, str]] | None = None
     if after is not None:
@@ -292,14 +342,9 @@ def run_impact(
         log(f"starting Spark ({master or 'master from spark-submit'})")
         spark = build_session(master, conf)
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import (
-        COUNT_SCHEMA,
-        complete_output,
-        publish_files,
-        write_batches,
-    )
+    from rocket_rebalance.pipeline.worker import publish_files
+    from rocket_rebalance.pipeline.writers import write_tables
 
     # several partitions per core: one group of hundreds of consumers cannot leave a core idle at the end for long
     count = partitions or max(2, 4 * spark.sparkContext.defaultParallelism)
@@ -330,19 +375,18 @@ def run_impact(
                 )
             )
             groups = groups.join(offsets, "group", "left_outer")
-        log(f"analyzing groups in {count} partitions (mapInArrow over Arrow batches; executors write the tables)")
+        log(f"analyzing groups in {count} partitions")
         clear_output(target)
-        worker = functools.partial(write_batches, out=target, scenario=scenario, compare=compare)
-        rows = dict.fromkeys(OUTPUT_TABLES, 0)
-        for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
-            rows[count_row["table"]] += int(count_row["rows"])
-        complete_output(target)
-        log("writing rows rejected by the row checks")
-        rejected_fields = ["group", *(f.name for f in OUTPUT_TABLES["rejected"])]
-        rejected.select(*rejected_fields).write.mode("append").parquet(f"{out_text}/rejected.parquet")
-        rows["rejected"] = spark.read.parquet(f"{out_text}/rejected.parquet").count()
+        written = write_tables(
+            spark, groups, rejected, target if _is_local(out_text) else out_text, writer or WriterSpec(),
+            scenario, compare, log,
+        )  # fmt: skip
+        rows = written.rows
         log("aggregating the report")
-        data = _report_data(spark, out_text, scenario, after, snapshot, compare)
+        try:
+            data = _report_data(written.table, scenario, after, snapshot, compare)
+        finally:
+            written.release()
         report_path = None
         with tempfile.TemporaryDirectory(prefix="rr-impact-") as local:  # drawn here, then put beside the tables
             if report:
@@ -385,18 +429,15 @@ def _remote(base: Path | str, tables: Sequence[str]) -> dict[str, tuple[Path | s
 
 
 def _report_data(
-    spark: SparkSession,
-    out: str,
+    table: Callable[[str], DataFrame],
     scenario: Scenario | None,
     after: Path | str | None,
     snapshot: Path | str,
     compare: bool,
 ) -> ReportData:
-    """The report's aggregates, computed by Spark from the written tables; only these reach the driver."""
+    """The report's aggregates, computed by Spark from the written tables (``table`` gives each as a DataFrame);
+    only these reach the driver."""
     from pyspark.sql import functions as F
-
-    def table(name: str) -> DataFrame:
-        return spark.read.parquet(f"{out}/{name}.parquet")
 
     total = F.coalesce
     zero = F.lit(0)
@@ -411,6 +452,7 @@ def _report_data(
             total(F.sum("minimum"), zero).alias("minimum"),
             total(F.sum("exposure"), zero).alias("exposure"),
             total(F.sum("paused"), zero).alias("paused"),
+            total(F.sum("observed_violations"), zero).alias("observed_violations"),
         )
         .first()
     )
@@ -504,6 +546,7 @@ def run_from_args(
             partitions=args.partitions,
             report=not args.no_report,
             conf=parse_conf(args.conf),
+            writer=writer_spec(args.writer, args.format, args.write_option, args.table_prefix),
             inputs=[scenario_path] if scenario_path is not None else [],
         )
     except Exception as error:

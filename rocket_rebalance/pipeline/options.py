@@ -9,8 +9,18 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-__all__ = ["MAX_GROUPS", "MAX_PARTITIONS", "add_arguments", "check_master", "parse_conf"]
+__all__ = [
+    "MAX_GROUPS",
+    "MAX_PARTITIONS",
+    "WRITERS",
+    "WriterSpec",
+    "add_arguments",
+    "check_master",
+    "parse_conf",
+    "writer_spec",
+]
 
 MAX_PARTITIONS = 100_000
 """Most partitions of the per-group work: each writes one part file per output table, so a typo of a few digits
@@ -38,15 +48,74 @@ def check_master(master: str) -> None:
         )
 
 
-def parse_conf(items: Sequence[str]) -> dict[str, str]:
-    """``key=value`` pairs from ``--conf`` options."""
+def parse_conf(items: Sequence[str], option: str = "--conf") -> dict[str, str]:
+    """``key=value`` pairs from ``--conf`` (or ``option``) options."""
     conf = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--conf expects key=value, got {item!r}")
+            raise ValueError(f"{option} expects key=value, got {item!r}")
         conf[key] = value
     return conf
+
+
+WRITERS = ("pyarrow", "spark")
+"""``pyarrow``: the executors write Parquet part files themselves (fastest; needs a path pyarrow can write to).
+``spark``: the executors hand their rows back and Spark's DataFrameWriter writes them (any format, a catalog)."""
+
+_FORMAT = re.compile(r"[a-z][a-z0-9]*")
+"""A data source short name (parquet, json, orc, avro, ...): it is also the suffix of the table folders."""
+
+_TABLE_PREFIX = re.compile(r"([A-Za-z_][A-Za-z0-9_]*\.){0,2}([A-Za-z_][A-Za-z0-9_]*)?")
+"""``[catalog.][database.]name-start``: unquoted identifiers, so that prefix + table name is a valid table name."""
+
+
+@dataclass(frozen=True)
+class WriterSpec:
+    """How the output tables are written: by the executors with pyarrow (Parquet), or by Spark's DataFrameWriter
+    in ``format`` with ``options``, into ``<out>/<table>.<format>`` or, with a ``table_prefix``, into the session
+    catalog as ``<table_prefix><table>``."""
+
+    writer: str = "pyarrow"
+    format: str = "parquet"
+    options: dict[str, str] = field(default_factory=dict)
+    table_prefix: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.writer not in WRITERS:
+            raise ValueError(f"--writer must be one of {', '.join(WRITERS)}, got {self.writer!r}")
+        if not _FORMAT.fullmatch(self.format):
+            raise ValueError(
+                f"--format {self.format!r} is not a data source short name (parquet, json, orc, avro, ...)"
+            )
+        if self.writer == "pyarrow":
+            spark_only = [
+                name
+                for name, given in (
+                    ("--format", self.format != "parquet"),
+                    ("--write-option", bool(self.options)),
+                    ("--table-prefix", self.table_prefix is not None),
+                )
+                if given
+            ]
+            if spark_only:
+                raise ValueError(
+                    f"{', '.join(spark_only)} needs --writer spark (the pyarrow writer writes Parquet files only)"
+                )
+        if self.table_prefix is not None and not (self.table_prefix and _TABLE_PREFIX.fullmatch(self.table_prefix)):
+            raise ValueError(
+                f"--table-prefix {self.table_prefix!r} is not a table name prefix "
+                "(letters, digits and _, optionally after database. or catalog.database., e.g. impact_ or db.impact_)"
+            )
+
+
+def writer_spec(
+    writer: str = "pyarrow", fmt: str | None = None, options: Sequence[str] = (), table_prefix: str | None = None
+) -> WriterSpec:
+    """The writer options of the command line, checked (one-line ``ValueError``s) before Spark starts."""
+    if fmt is not None and writer == "pyarrow":
+        raise ValueError("--format needs --writer spark (the pyarrow writer writes Parquet files only)")
+    return WriterSpec(writer, fmt or "parquet", parse_conf(options, "--write-option"), table_prefix)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,3 +140,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-report", action="store_true", help="skip the Markdown report and charts")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
+    parser.add_argument(
+        "--writer",
+        choices=WRITERS,
+        default="pyarrow",
+        help="who writes the output tables: the executors with pyarrow, as Parquet (default, faster), or Spark's "
+        "DataFrameWriter (any format, options, a table catalog)",
+    )
+    parser.add_argument(
+        "--format", default=None, help="--writer spark: the data source of the tables (default parquet; json, orc...)"
+    )
+    parser.add_argument(
+        "--write-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="--writer spark: an option of the DataFrameWriter (repeatable), e.g. compression=gzip",
+    )
+    parser.add_argument(
+        "--table-prefix",
+        default=None,
+        metavar="PREFIX",
+        help="--writer spark: save the tables into the session catalog as PREFIX<table> (e.g. impact_ or "
+        "db.impact_) instead of files in --out",
+    )

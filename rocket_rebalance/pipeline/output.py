@@ -10,6 +10,8 @@ Each run replaces the previous run's tables, so the job deletes things in a fold
   any other non-empty folder is refused;
 * even in our own folder only what the job writes is removed: the known tables, and in them only part files and
   Spark's bookkeeping files; a foreign file inside a table folder is refused rather than deleted or read as data.
+  With ``--writer spark --format F`` a table is the folder ``<table>.F``: such folders are ours too (so switching
+  the format leaves no stale table of the other), but a *file* of that name, which the job never writes, is left.
 
 Paths are handled through pyarrow's file systems, so the same rules hold for ``hdfs://`` and ``s3a://`` outputs.
 """
@@ -36,9 +38,12 @@ _FILES = ("summary.json", "report.md")
 _TABLES = tuple(f"{name}.parquet" for name in OUTPUT_TABLES)
 _KNOWN = frozenset((*_TABLES, *_FILES, CHARTS_FOLDER, MARKER))
 
+_OTHER_FORMAT_TABLES = re.compile(rf"({'|'.join(OUTPUT_TABLES)})\.[a-z][a-z0-9]*")
+"""``<table>.<format>``: a table folder Spark's writer wrote in another format than Parquet (``--format``)."""
+
 _OWN_TABLE_ENTRY = re.compile(r"\.?_?part-.+|\.?_SUCCESS(\.crc)?|_temporary")
 """What the job puts in a table folder: executors' part files (and their ``_``-prefixed temporaries), and what
-Spark's writer adds to ``rejected.parquet``: its part files, ``.crc`` checksums, ``_SUCCESS``, ``_temporary``."""
+Spark's writer adds: its part files, ``.crc`` checksums, ``_SUCCESS``, ``_temporary``."""
 
 
 class OutputError(ValueError):
@@ -84,11 +89,17 @@ def _name(info: pafs.FileInfo) -> str:
     return str(info.path).rstrip("/").rsplit("/", 1)[-1]
 
 
+def _is_table(info: pafs.FileInfo) -> bool:
+    """An output table's entry: ``<table>.parquet`` whatever it is, or a folder ``<table>.<format>``."""
+    name = _name(info)
+    return name in _TABLES or (info.type == pafs.FileType.Directory and bool(_OTHER_FORMAT_TABLES.fullmatch(name)))
+
+
 def _foreign_in_tables(fs: pafs.FileSystem, base: str, entries: Sequence[pafs.FileInfo]) -> str | None:
     """The first path under an output name that the job would not have written there, or ``None``."""
     for info in entries:
         name = _name(info)
-        if name in _TABLES:
+        if _is_table(info):
             if info.type != pafs.FileType.Directory:  # the job writes every table as a folder of part files
                 return str(info.path)
             for inner in _entries(fs, info.path):
@@ -137,7 +148,7 @@ def clear_output(out: str) -> None:
     fs, base = filesystem(out)
     for info in _entries(fs, base):
         name = _name(info)
-        if name in _TABLES and info.type == pafs.FileType.Directory:
+        if _is_table(info) and info.type == pafs.FileType.Directory:
             for inner in _entries(fs, info.path):
                 if not _OWN_TABLE_ENTRY.fullmatch(_name(inner)):
                     raise OutputError(f"--out {out}: {inner.path} was not written by rocket-rebalance; remove it")

@@ -8,6 +8,9 @@ cores (benchmarks/RESULTS.md). A part file is written under a temporary ``_``-pr
 and moved into place when the task has finished, so a failed task leaves no partial table and a retried task
 replaces its own file.
 
+With ``--writer spark`` the executors do hand their rows back (:func:`row_batches`): slower, but then Spark's
+DataFrameWriter writes them, in any format and into a table catalog (:mod:`.writers`).
+
 It lives in the installed package so executors import it by name. It needs pyarrow and the library; pyspark only
 for the task's partition number. The single-process reference writes through the same :class:`TableWriters`.
 """
@@ -27,12 +30,14 @@ from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, struct_of_rows
 
 __all__ = [
     "COUNT_SCHEMA",
+    "ROWS_SCHEMA",
     "TableWriters",
     "analyze_rows",
     "complete_output",
     "filesystem",
     "offsets_per_group",
     "publish_files",
+    "row_batches",
     "write_batches",
 ]
 
@@ -41,6 +46,15 @@ COUNT_SCHEMA = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.in
 
 TABLE_FIELDS = {name: [pa.field("group", pa.string()), *fields] for name, fields in OUTPUT_TABLES.items()}
 """Each output table's columns as written: ``group`` first."""
+
+TABLE_TAG = "table"
+"""The column of :data:`ROWS_SCHEMA` naming the output table of a row."""
+
+ROWS_SCHEMA = pa.schema(
+    [pa.field(TABLE_TAG, pa.string()), *(pa.field(name, pa.struct(f)) for name, f in TABLE_FIELDS.items())]
+)
+"""What a task returns with ``--writer spark``: every output row tagged with its table, its values in that table's
+struct column (the others null). One flat frame, so the analysis runs once and each table is a filter of it."""
 
 
 def offsets_per_group(column: pa.ListArray) -> list[Offsets | None]:
@@ -161,6 +175,23 @@ def write_batches(
         writers.abort()
         raise
     yield pa.RecordBatch.from_pylist([{"table": t, "rows": n} for t, n in writers.rows.items()], schema=COUNT_SCHEMA)
+
+
+def row_batches(
+    batches: Iterable[pa.RecordBatch], scenario: Scenario | None = None, compare: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body of ``--writer spark``: each Arrow batch of groups analysed, its rows yielded as one
+    :data:`ROWS_SCHEMA` batch per table, so the rows of a table lie together (Spark's cache can skip the others'
+    batches when a table is selected)."""
+    for batch in batches:
+        with gc_paused():
+            for table, rows in analyze_rows(batch, scenario, compare).items():
+                if rows:
+                    columns = [
+                        struct_of_rows(rows, fields) if name == table else pa.nulls(len(rows), pa.struct(fields))
+                        for name, fields in TABLE_FIELDS.items()
+                    ]
+                    yield pa.RecordBatch.from_arrays([pa.repeat(table, len(rows)), *columns], schema=ROWS_SCHEMA)
 
 
 def publish_files(local: str, out: str) -> None:

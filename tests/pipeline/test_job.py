@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -154,23 +151,3 @@ def test_cli_reports_a_missing_column_in_one_line(tmp_path: Path, capsys: pytest
     status = cli_main(["impact", "--snapshot", str(tmp_path / "snap"), "--out", str(tmp_path / "out")])
     assert status == 2
     assert "table routes has no column read_queue_nums" in capsys.readouterr().err
-
-
-def test_entry_module_runs_under_spark_submit(tmp_path: Path) -> None:
-    import pyspark
-
-    import rocket_rebalance.pipeline.submit as entry_module
-
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    entry = Path(entry_module.__file__)  # the installed entry module, as a cluster user would submit it
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    command = [
-        str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(entry),
-        "--snapshot", str(SAMPLE_SNAPSHOT), "--scenario", str(SAMPLE_SCENARIO), "--out", str(tmp_path / "out"),
-        "--partitions", "1",
-    ]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "impact [" in done.stdout + done.stderr  # spark-submit relays the Python driver's output on stdout
-    assert pq.read_table(tmp_path / "out" / "groups.parquet").num_rows == 6
-    assert (tmp_path / "out" / "report.md").exists()

@@ -1,0 +1,138 @@
+"""The write stage of the impact job: who writes the output tables, and where the report then reads them from.
+
+Two writers, chosen with ``--writer`` (:class:`~rocket_rebalance.pipeline.options.WriterSpec`):
+
+* ``pyarrow`` (default): the executors analyse their groups and write every table as Parquet part files themselves
+  (:func:`~rocket_rebalance.pipeline.worker.write_batches`), returning only row counts. The JVM never handles the
+  tens of millions of output rows, which is why it is the faster one (benchmarks/RESULTS.md).
+* ``spark``: the executors analyse the same way but hand their rows back, tagged with their table
+  (:func:`~rocket_rebalance.pipeline.worker.row_batches`). That frame is persisted once, so the analysis runs once
+  and not once per table, and each table is a filter of it written by Spark's DataFrameWriter: any data source
+  (``--format``, ``--write-option``) into ``<out>/<table>.<format>``, or ``saveAsTable`` into the session catalog
+  (``--table-prefix``). What pyarrow cannot write to (a catalog, a table format) is then reachable.
+
+Both give the same tables with the same columns in the same order; the rows rejected by the row checks are added to
+``rejected`` either way. The report is computed from what :class:`Written` returns, so it works with either.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rocket_rebalance.pipeline.analysis import Scenario
+from rocket_rebalance.pipeline.options import WriterSpec
+from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Written", "table_location", "write_tables"]
+
+
+@dataclass
+class Written:
+    """What the write stage produced: rows per table, each table as a DataFrame for the report's aggregates, and
+    what releases the resources held for those DataFrames (a persisted frame) once the report is done."""
+
+    rows: dict[str, int]
+    table: Callable[[str], DataFrame]
+    release: Callable[[], None]
+
+
+def table_location(out: str, table: str, spec: WriterSpec) -> str:
+    """Where a table goes: ``<prefix><table>`` in the catalog, else the folder ``<out>/<table>.<format>``."""
+    if spec.table_prefix is not None:
+        return f"{spec.table_prefix}{table}"
+    return f"{out}/{table}.{spec.format}"
+
+
+def write_tables(
+    spark: SparkSession,
+    groups: DataFrame,
+    rejected: DataFrame,
+    out: str,
+    spec: WriterSpec,
+    scenario: Scenario | None,
+    compare: bool,
+    log: Callable[[str], None],
+) -> Written:
+    """Analyse the assembled ``groups`` (one row per group) and write every output table with ``spec``'s writer;
+    ``rejected`` holds the rows the row checks refused (``group`` and the ``rejected`` table's columns)."""
+    rejected = rejected.select("group", *(f.name for f in OUTPUT_TABLES["rejected"]))
+    if spec.writer == "spark":
+        return _with_spark(spark, groups, rejected, out, spec, scenario, compare, log)
+    return _with_pyarrow(spark, groups, rejected, out, scenario, compare, log)
+
+
+def _with_pyarrow(
+    spark: SparkSession,
+    groups: DataFrame,
+    rejected: DataFrame,
+    out: str,
+    scenario: Scenario | None,
+    compare: bool,
+    log: Callable[[str], None],
+) -> Written:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, complete_output, write_batches
+
+    log("analyzing groups (mapInArrow over Arrow batches; executors write the tables with pyarrow)")
+    worker = functools.partial(write_batches, out=out, scenario=scenario, compare=compare)
+    rows = dict.fromkeys(OUTPUT_TABLES, 0)
+    for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
+        rows[count_row["table"]] += int(count_row["rows"])
+    complete_output(out)
+    log("writing rows rejected by the row checks")
+    rejected.write.mode("append").parquet(f"{out}/rejected.parquet")
+    rows["rejected"] = spark.read.parquet(f"{out}/rejected.parquet").count()
+
+    def table(name: str) -> DataFrame:
+        return spark.read.parquet(f"{out}/{name}.parquet")
+
+    return Written(rows, table, lambda: None)
+
+
+def _with_spark(
+    spark: SparkSession,
+    groups: DataFrame,
+    rejected: DataFrame,
+    out: str,
+    spec: WriterSpec,
+    scenario: Scenario | None,
+    compare: bool,
+    log: Callable[[str], None],
+) -> Written:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from rocket_rebalance.pipeline.worker import ROWS_SCHEMA, TABLE_TAG, row_batches
+
+    log("analyzing groups (mapInArrow over Arrow batches; rows back to Spark, persisted once)")
+    worker = functools.partial(row_batches, scenario=scenario, compare=compare)
+    # memory first, disk when it does not fit: the frame is read once per table and must not be recomputed
+    analysed = groups.mapInArrow(worker, from_arrow_schema(ROWS_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = dict.fromkeys(OUTPUT_TABLES, 0)
+    for count_row in analysed.groupBy(TABLE_TAG).count().collect():  # runs the analysis, filling the cache
+        rows[count_row[TABLE_TAG]] = int(count_row["count"])
+    selected = {name: analysed.filter(F.col(TABLE_TAG) == name).select(f"`{name}`.*") for name in OUTPUT_TABLES}
+    selected["rejected"] = selected["rejected"].unionByName(rejected).persist(StorageLevel.MEMORY_AND_DISK)
+    rows["rejected"] = selected["rejected"].count()
+    for name, frame in selected.items():
+        where = table_location(out, name, spec)
+        log(f"writing {name} ({spec.format}) to {where}")
+        writer = frame.write.mode("overwrite").format(spec.format).options(**spec.options)
+        if spec.table_prefix is not None:
+            writer.saveAsTable(where)
+        else:
+            writer.save(where)
+
+    def release() -> None:
+        selected["rejected"].unpersist()
+        analysed.unpersist()
+
+    return Written(rows, selected.__getitem__, release)
