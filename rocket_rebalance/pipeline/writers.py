@@ -116,23 +116,27 @@ def _with_spark(
     worker = functools.partial(row_batches, scenario=scenario, compare=compare)
     # memory first, disk when it does not fit: the frame is read once per table and must not be recomputed
     analysed = groups.mapInArrow(worker, from_arrow_schema(ROWS_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
-    rows = dict.fromkeys(OUTPUT_TABLES, 0)
-    for count_row in analysed.groupBy(TABLE_TAG).count().collect():  # runs the analysis, filling the cache
-        rows[count_row[TABLE_TAG]] = int(count_row["count"])
     selected = {name: analysed.filter(F.col(TABLE_TAG) == name).select(f"`{name}`.*") for name in OUTPUT_TABLES}
     selected["rejected"] = selected["rejected"].unionByName(rejected).persist(StorageLevel.MEMORY_AND_DISK)
-    rows["rejected"] = selected["rejected"].count()
-    for name, frame in selected.items():
-        where = table_location(out, name, spec)
-        log(f"writing {name} ({spec.format}) to {where}")
-        writer = frame.write.mode("overwrite").format(spec.format).options(**spec.options)
-        if spec.table_prefix is not None:
-            writer.saveAsTable(where)
-        else:
-            writer.save(where)
 
     def release() -> None:
         selected["rejected"].unpersist()
         analysed.unpersist()
 
+    try:
+        rows = dict.fromkeys(OUTPUT_TABLES, 0)
+        for count_row in analysed.groupBy(TABLE_TAG).count().collect():  # runs the analysis, filling the cache
+            rows[count_row[TABLE_TAG]] = int(count_row["count"])
+        rows["rejected"] = selected["rejected"].count()
+        for name, frame in selected.items():
+            where = table_location(out, name, spec)
+            log(f"writing {name} ({spec.format}) to {where}")
+            writer = frame.write.mode("overwrite").format(spec.format).options(**spec.options)
+            if spec.table_prefix is not None:
+                writer.saveAsTable(where)
+            else:
+                writer.save(where)
+    except BaseException:
+        release()  # a shared session (tests, notebooks) must not keep the cache of a failed run
+        raise
     return Written(rows, selected.__getitem__, release)

@@ -147,3 +147,19 @@ def test_folder_rules_cover_tables_in_other_formats(tmp_path: Path) -> None:
     claim_output(str(tmp_path))
     clear_output(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == [MARKER, "groups.csv"]
+
+
+def test_a_format_that_cannot_hold_a_table_fails_in_one_line(spark: Any, tmp_path: Path) -> None:
+    """CSV has no list type (``violations.owners``): Spark refuses it once running, reduced to one line."""
+    from rocket_rebalance.cli import build_parser
+    from rocket_rebalance.pipeline.job import ImpactError, run_from_args
+
+    args = build_parser().parse_args(
+        ["impact", "--snapshot", str(SAMPLE_SNAPSHOT), "--scenario", str(SAMPLE_SCENARIO), "--out", str(tmp_path)]
+        + ["--partitions", "2", "--no-report", "--writer", "spark", "--format", "csv"]
+    )
+    with pytest.raises(ImpactError) as raised:
+        run_from_args(args, spark=spark)
+    message = str(raised.value)
+    assert message.startswith("the Spark job failed: ") and "\n" not in message
+    assert "CSV" in message and "owners" in message
