@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
+    "FLAT_FORMATS",
     "MAX_GROUPS",
     "MAX_PARTITIONS",
     "WRITERS",
@@ -63,6 +64,10 @@ WRITERS = ("pyarrow", "spark")
 """``pyarrow``: the executors write Parquet part files themselves (fastest; needs a path pyarrow can write to).
 ``spark``: the executors hand their rows back and Spark's DataFrameWriter writes them (any format, a catalog)."""
 
+FLAT_FORMATS = frozenset({"csv", "text"})
+"""Spark's data sources with no list type: the job would analyse the whole fleet and then fail at the first write,
+so they are refused before Spark starts."""
+
 _FORMAT = re.compile(r"[a-z][a-z0-9]*")
 """A data source short name (parquet, json, orc, avro, ...): it is also the suffix of the table folders."""
 
@@ -87,6 +92,11 @@ class WriterSpec:
         if not _FORMAT.fullmatch(self.format):
             raise ValueError(
                 f"--format {self.format!r} is not a data source short name (parquet, json, orc, avro, ...)"
+            )
+        if self.format in FLAT_FORMATS:
+            raise ValueError(
+                f"--format {self.format} cannot hold the list columns of the output (violations.owners); "
+                "use parquet, json, orc or avro"
             )
         if self.writer == "pyarrow":
             spark_only = [

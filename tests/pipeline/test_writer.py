@@ -117,6 +117,7 @@ def test_save_as_table_with_a_prefix_into_the_session_catalog(spark: Any, pyarro
         (["--writer", "spark", "--table-prefix", ""], "--table-prefix '' is not a table"),
         (["--writer", "spark", "--write-option", "gzip"], "--write-option expects key=value, got 'gzip'"),
         (["--writer", "spark", "--format", "org.apache.Foo"], "--format 'org.apache.Foo' is not a data source"),
+        (["--writer", "spark", "--format", "csv"], "--format csv cannot hold the list columns"),  # no Spark run
     ],
 )
 def test_bad_writer_options_are_one_line_before_spark_starts(
@@ -147,19 +148,3 @@ def test_folder_rules_cover_tables_in_other_formats(tmp_path: Path) -> None:
     claim_output(str(tmp_path))
     clear_output(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == [MARKER, "groups.csv"]
-
-
-def test_a_format_that_cannot_hold_a_table_fails_in_one_line(spark: Any, tmp_path: Path) -> None:
-    """CSV has no list type (``violations.owners``): Spark refuses it once running, reduced to one line."""
-    from rocket_rebalance.cli import build_parser
-    from rocket_rebalance.pipeline.job import ImpactError, run_from_args
-
-    args = build_parser().parse_args(
-        ["impact", "--snapshot", str(SAMPLE_SNAPSHOT), "--scenario", str(SAMPLE_SCENARIO), "--out", str(tmp_path)]
-        + ["--partitions", "2", "--no-report", "--writer", "spark", "--format", "csv"]
-    )
-    with pytest.raises(ImpactError) as raised:
-        run_from_args(args, spark=spark)
-    message = str(raised.value)
-    assert message.startswith("the Spark job failed: ") and "\n" not in message
-    assert "CSV" in message and "owners" in message
