@@ -13,16 +13,15 @@ from rocket_rebalance.cli import main as cli_main
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.analysis import load_scenario
 from rocket_rebalance.pipeline.options import WriterSpec, writer_spec
+from rocket_rebalance.pipeline.reference import run_reference
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from tests.pipeline.test_job import canonical
 
 pytestmark = pytest.mark.spark
 pq = pytest.importorskip("pyarrow.parquet")
 
+
 Rows = dict[str, list[dict[str, Any]]]
-
-
-def sorted_rows(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted(json.dumps(row, sort_keys=True) for row in rows)
 
 
 def run(spark: Any, out: Path | str, writer: WriterSpec, report: bool = False) -> Any:
@@ -36,10 +35,10 @@ def run(spark: Any, out: Path | str, writer: WriterSpec, report: bool = False) -
 
 
 @pytest.fixture(scope="module")
-def pyarrow_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Rows]:
-    """The default writer's result and its tables' rows, which the Spark writer must match."""
-    out = tmp_path_factory.mktemp("pyarrow")
-    return run(spark, out, WriterSpec()), {n: pq.read_table(out / f"{n}.parquet").to_pylist() for n in OUTPUT_TABLES}
+def expected() -> Rows:
+    """The tables the Spark writer must write: the single-process reference's, which the default writer's equal
+    (``tests/pipeline/test_job.py`` checks that on the same sample), so no second Spark run is needed here."""
+    return run_reference(SAMPLE_SNAPSHOT, scenario=load_scenario(SAMPLE_SCENARIO.read_text()))
 
 
 @pytest.fixture(scope="module")
@@ -49,26 +48,24 @@ def spark_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any
     return run(spark, out, writer_spec("spark"), report=True), out
 
 
-def test_the_spark_writer_writes_the_same_tables(pyarrow_run: Any, spark_run: Any) -> None:
-    expected_result, expected = pyarrow_run
+def test_the_spark_writer_writes_the_same_tables(expected: Rows, spark_run: Any) -> None:
     result, tmp_path = spark_run
     for name in OUTPUT_TABLES:
         table = pq.read_table(tmp_path / f"{name}.parquet")
         assert table.schema.names == ["group", *(f.name for f in OUTPUT_TABLES[name])], name
-        assert sorted_rows(table.to_pylist()) == sorted_rows(expected[name]), name
+        assert canonical(table.to_pylist(), name) == canonical(expected[name], name), name
     assert expected["assignments"] and expected["rejected"] and expected["moved_queues"]
-    assert result.rows == expected_result.rows and result.totals == expected_result.totals
-    assert json.loads((tmp_path / "summary.json").read_text())["totals"] == expected_result.totals
+    assert result.rows == {name: len(rows) for name, rows in expected.items()}
+    assert json.loads((tmp_path / "summary.json").read_text())["totals"] == result.totals
     assert "Fleet impact" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "assignments.parquet" / "_SUCCESS").exists()  # written by Spark, not the executors
 
 
 def test_json_with_a_write_option_replaces_an_earlier_parquet_output(
-    spark: Any, pyarrow_run: Any, spark_run: Any, tmp_path: Path
+    spark: Any, expected: Rows, spark_run: Any, tmp_path: Path
 ) -> None:
     """The folder rules hold for Spark-written folders: the earlier run's ``<table>.parquet`` (with Spark's
     ``_SUCCESS`` and ``.crc`` files) is cleared, so no stale table of the other format stays beside the new one."""
-    _, expected = pyarrow_run
     shutil.copytree(spark_run[1], tmp_path, dirs_exist_ok=True)
     assert list(tmp_path.glob("assignments.parquet/.part-*.crc")) and (tmp_path / "report.md").exists()
     run(spark, tmp_path, writer_spec("spark", "json", ["compression=gzip"]))
@@ -79,7 +76,7 @@ def test_json_with_a_write_option_replaces_an_earlier_parquet_output(
         assert parts and all(p.endswith(".json.gz") for p in parts), name
         ddl = ", ".join(f"`{c}` {t}" for c, t in [("group", "string"), *((f.name, _ddl(f)) for f in fields)])
         found = [row.asDict(recursive=True) for row in spark.read.schema(ddl).json(str(folder)).collect()]
-        assert sorted_rows(found) == sorted_rows(expected[name]), name
+        assert canonical(found, name) == canonical(expected[name], name), name
 
 
 def _ddl(field: Any) -> str:
@@ -89,8 +86,7 @@ def _ddl(field: Any) -> str:
     return str(from_arrow_type(field.type).simpleString())
 
 
-def test_save_as_table_with_a_prefix_into_the_session_catalog(spark: Any, pyarrow_run: Any, tmp_path: Path) -> None:
-    _, expected = pyarrow_run
+def test_save_as_table_with_a_prefix_into_the_session_catalog(spark: Any, expected: Rows, tmp_path: Path) -> None:
     spark.sql(f"CREATE DATABASE rr_writer_test LOCATION '{tmp_path / 'warehouse'}'")
     try:
         run(spark, tmp_path / "out", writer_spec("spark", table_prefix="rr_writer_test.impact_"), report=True)
@@ -99,7 +95,8 @@ def test_save_as_table_with_a_prefix_into_the_session_catalog(spark: Any, pyarro
         for name in OUTPUT_TABLES:
             table = spark.table(f"rr_writer_test.impact_{name}")
             assert table.columns == ["group", *(f.name for f in OUTPUT_TABLES[name])], name
-            assert sorted_rows([row.asDict(recursive=True) for row in table.collect()]) == sorted_rows(expected[name])
+            found = [row.asDict(recursive=True) for row in table.collect()]
+            assert canonical(found, name) == canonical(expected[name], name), name
         # the catalog holds the tables; --out gets the summary and the report only
         assert not list((tmp_path / "out").glob("*.parquet")) and (tmp_path / "out" / "report.md").exists()
         assert list((tmp_path / "warehouse").glob("impact_assignments/part-*"))
