@@ -107,24 +107,17 @@ def run_audit(
     """
     import pyarrow.parquet as pq
 
-    from rocket_rebalance.pipeline.job import ImpactError, run_impact, spark_error_line
+    from rocket_rebalance.pipeline.job import run_impact, spark_failures
 
     if not snapshot.is_dir():
         raise ValueError(f"snapshot {snapshot}: not a folder")
     partial, notes = read_snapshot_status(snapshot)
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="rr-audit-"))
     try:
-        try:
+        with spark_failures():
             result = run_impact(
                 snapshot, folder, master=master, spark=spark, report=report, progress=progress, conf=conf
             )
-        except Exception as error:
-            from py4j.protocol import Py4JError
-            from pyspark.errors import PySparkException
-
-            if not isinstance(error, (PySparkException, Py4JError)):
-                raise
-            raise ImpactError(f"the Spark job failed: {spark_error_line(error)}") from None
         columns = ["group", "topic", "side", "kind", "broker", "queue_id", "client_id", "reason"]
         rows = pq.read_table(folder / "violations.parquet", columns=columns).to_pylist()
     finally:

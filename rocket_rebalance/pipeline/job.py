@@ -24,7 +24,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,15 @@ from rocket_rebalance.pipeline.validate import (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["ImpactError", "ImpactResult", "build_session", "run_from_args", "run_impact", "spark_error_line"]
+__all__ = [
+    "ImpactError",
+    "ImpactResult",
+    "build_session",
+    "run_from_args",
+    "run_impact",
+    "spark_error_line",
+    "spark_failures",
+]
 
 BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
 
@@ -535,7 +544,7 @@ def run_from_args(
     scenario = None
     if scenario_path is not None:
         scenario = load_scenario(Path(scenario_path).read_text(encoding="utf-8"))
-    try:
+    with spark_failures():
         return run_impact(
             snapshot,
             args.out,
@@ -549,6 +558,14 @@ def run_from_args(
             writer=writer_spec(args.writer, args.format, args.write_option, args.table_prefix),
             inputs=[scenario_path] if scenario_path is not None else [],
         )
+
+
+@contextmanager
+def spark_failures() -> Iterator[None]:
+    """Raise a failure inside Spark (whatever the checks before it could not foresee) as :class:`ImpactError`, one
+    line, so no command shows a Java or Python stack trace; every other error passes unchanged."""
+    try:
+        yield
     except Exception as error:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException

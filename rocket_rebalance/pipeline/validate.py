@@ -79,14 +79,20 @@ def _subscription(row: Row) -> str | None:
     return _group(row) or (None if valid_name(row.get("topic"), TOPIC_MAX_LENGTH) else "invalid topic name")
 
 
-def _offset(row: Row) -> str | None:
-    reason = _subscription(row)
-    if reason:
+def _queue(row: Row) -> str | None:
+    """The checks of a row naming one queue of a group (offsets, observed): group, topic, broker, queue ID."""
+    if reason := _subscription(row):
         return reason
     if not row.get("broker"):
         return "broker name is missing"
     if row.get("queue_id") is None or row["queue_id"] < 0:
         return "queue ID is missing or negative"
+    return None
+
+
+def _offset(row: Row) -> str | None:
+    if reason := _queue(row):
+        return reason
     maximum, committed, in_flight = row.get("max_offset"), row.get("committed_offset"), row.get("in_flight_offset")
     if maximum is None or committed is None:
         return "offset is missing"
@@ -100,14 +106,9 @@ def _offset(row: Row) -> str | None:
 
 
 def _observed(row: Row) -> str | None:
-    reason = _subscription(row) or (None if row.get("client_id") else "client ID is missing")
-    if reason:
+    if reason := _subscription(row) or (None if row.get("client_id") else "client ID is missing"):
         return reason
-    if not row.get("broker"):
-        return "broker name is missing"
-    if row.get("queue_id") is None or row["queue_id"] < 0:
-        return "queue ID is missing or negative"
-    return None
+    return _queue(row)
 
 
 def _collector_note(row: Row) -> str | None:

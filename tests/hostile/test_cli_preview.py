@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,25 +14,11 @@ from hypothesis import strategies as st
 from rocket_rebalance.model import MAX_GROUP_MEMBERS, MAX_TOPIC_QUEUES, MAX_VIRTUAL_NODES
 from rocket_rebalance.route import MAX_JSON_DEPTH, RouteError, TopicRoute
 from rocket_rebalance.whatif import Change
+from tests.hostile.cli import one_line_error, run_cli
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rocket_rebalance", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> str:
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rocket-rebalance: "), done.stderr[-2000:]
-    for text in expected:
-        assert text in lines[0], lines[0]
-    return lines[0]
+    return run_cli(*args)
 
 
 def route(tmp_path: Path, *datas: dict[str, object]) -> Path:

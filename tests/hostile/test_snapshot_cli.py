@@ -7,30 +7,16 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.hostile.cli import one_line_error, run_cli
+
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rocket_rebalance", "snapshot", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> str:
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rocket-rebalance: "), done.stderr[-2000:]
-    for text in expected:
-        assert text in lines[0], lines[0]
-    return lines[0]
+    return run_cli("snapshot", *args, timeout=60)
 
 
 @pytest.fixture
