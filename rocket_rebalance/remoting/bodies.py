@@ -578,7 +578,8 @@ class ConsumeStatus:
 
 @dataclass(frozen=True)
 class RunningInfo:
-    """A ``ConsumerRunningInfo``: what a consumer says about itself; ``mq_table``'s keys are its allocation."""
+    """A ``ConsumerRunningInfo``: what a consumer says about itself; ``mq_table``'s keys are its process-queue
+    table, queues being given up (``droped``) included."""
 
     properties: dict[str, str]
     subscriptions: tuple[Subscription, ...]
@@ -587,7 +588,9 @@ class RunningInfo:
 
     @property
     def queues(self) -> frozenset[MessageQueue]:
-        return frozenset(self.mq_table)
+        """What the consumer holds: its table without the queues it is giving up, which a rebalance has
+        already handed to another member (Java removes them at once, this library after their offset is saved)."""
+        return frozenset(mq for mq, info in self.mq_table.items() if not info.droped)
 
 
 def encode_running_info(

@@ -279,7 +279,7 @@ class Engine:
                     cached_min_offset=cached[0] if cached else 0,
                     cached_max_offset=cached[-1] if cached else 0,
                     locked=self.core.holds_lock(mq, now),
-                    dropped=self.core.state_of(mq) is not QueueState.ACTIVE,
+                    dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.PERSISTING),
                     last_pull_ms=int((wall - (now - pq.last_pull)) * 1000) if pq is not None else 0,
                 )
 

@@ -345,6 +345,12 @@ def test_running_info_round_trip() -> None:
     assert info.subscriptions == tuple(subscriptions)
 
 
+def test_a_queue_being_given_up_is_in_the_table_but_not_held() -> None:
+    table = {MQ0: ProcessQueueInfo(droped=True), MQ1: ProcessQueueInfo()}
+    info = bodies.parse_running_info(bodies.encode_running_info({}, [], table, {}))
+    assert info.mq_table == table and info.queues == {MQ1}
+
+
 def test_running_info_from_an_older_client_keeps_defaults() -> None:
     body = b'{"mqTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:{"commitOffset":4}},"properties":{}}'
     info = bodies.parse_running_info(body)

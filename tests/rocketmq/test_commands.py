@@ -13,6 +13,7 @@ import pytest
 
 from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
 from rocket_rebalance.runtime.rocketmq import RocketMQCluster, mqadmin
+from rocket_rebalance.runtime.transport import TransportError
 
 pytestmark = pytest.mark.rocketmq
 
@@ -93,11 +94,25 @@ def test_produce_consume_progress_and_connection(rocketmq: RocketMQCluster, tmp_
     try:
         wait_until(lambda: record.exists() and len(record.read_text().splitlines()) == 40, 60, "40 consumed")
 
+        seen: list[object] = []
+
         def progressed() -> bool:
-            rows = json.loads(cli("consumer-progress", "-n", address, "-g", "GID_cli", "-t", topic, "--json").stdout)
+            done = cli("consumer-progress", "-n", address, "-g", "GID_cli", "-t", topic, "--json", check=False)
+            seen[:] = [done.returncode, done.stdout, done.stderr[-2000:]]
+            rows = json.loads(done.stdout) if done.returncode == 0 else []
             return len(rows) == 8 and all(r["diff"] == 0 and r["lastOwner"] == "127.0.0.1@cli" for r in rows)
 
-        wait_until(progressed, 60, "consumer-progress shows every queue consumed, by its owner")
+        try:
+            wait_until(progressed, 60, "consumer-progress shows every queue consumed, by its owner")
+        except AssertionError as error:
+            admin = rocketmq.transport()
+            try:
+                report: object = admin.consumer_report("GID_cli", "127.0.0.1@cli")
+            except TransportError as failed:
+                report = failed
+            finally:
+                admin.close()
+            raise AssertionError(f"{error}; the last answer: {seen}; running info now: {report}") from None
         rows = json.loads(cli("consumer-connection", "-n", address, "-g", "GID_cli", "--json").stdout)
         assert {(r["clientId"], r["brokerName"], r["language"]) for r in rows} == {
             ("127.0.0.1@cli", "broker-a", "PYTHON"),

@@ -136,8 +136,13 @@ def test_the_stub_relays_the_question_to_a_real_consumer_which_reports_what_it_h
             return frozenset().union(*consumer.owned_queues().values())
 
         wait_for(lambda: all(len([q for q in held(c) if q.topic == "TopicTest"]) == 4 for c in consumers))
-        reports = {cid: admin.consumer_report(GROUP, cid) for cid in ("a", "b")}
-        assert reports["a"].queues == held(consumers[0]) and reports["b"].queues == held(consumers[1])
+        reports: dict[str, ConsumerReport] = {}
+
+        def reported_as_held() -> bool:  # "a" reports what it gives up to "b" as dropped until its offsets are saved
+            reports.update((cid, admin.consumer_report(GROUP, cid)) for cid in ("a", "b"))
+            return reports["a"].queues == held(consumers[0]) and reports["b"].queues == held(consumers[1])
+
+        wait_for(reported_as_held)
         assert reports["a"].queues.isdisjoint(reports["b"].queues)
         properties = reports["a"].properties
         assert properties["PROP_CLIENT_LANGUAGE"] == "PYTHON" and properties["messageModel"] == "CLUSTERING"

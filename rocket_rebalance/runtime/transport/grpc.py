@@ -412,7 +412,8 @@ class GrpcTransport:
         answer = self._call(
             "ConsumerRunningInfo", self._admin.ConsumerRunningInfo, request, self._timeout + _REPORT_GRACE
         )
-        return ConsumerReport(client_id, frozenset(_queue(row.queue) for row in answer.queues), dict(answer.properties))
+        held = frozenset(_queue(row.queue) for row in answer.queues if not row.dropped)
+        return ConsumerReport(client_id, held, dict(answer.properties))
 
     def connect(self, broker: str, client_id: str) -> NotificationStream:
         request = broker_pb2.ConnectRequest(broker_name=broker, client_id=client_id)
