@@ -200,9 +200,10 @@ class ConsumerReport:
     """What one consumer says about itself when an operator asks (GET_CONSUMER_RUNNING_INFO, relayed by a broker
     to the consumer's connection): the queues of its process-queue table, which is what it *observes* holding,
     and its properties. Queues it reports as dropped (given up, their offset still being saved) are not in
-    ``queues``: the rebalance has already handed them on. Java sends its consumer's fields there (``allocateMessageQueueStrategy`` as the strategy
-    object's ``toString``, ``messageModel`` ...) and ``PROP_CLIENT_LANGUAGE``; this library's consumers send the
-    same keys, so the snapshot collector reads both kinds alike."""
+    ``queues``: the rebalance has already handed them on. Java sends its consumer's fields there
+    (``allocateMessageQueueStrategy`` as the strategy object's ``toString``, ``messageModel`` ...) and
+    ``PROP_CLIENT_LANGUAGE``; this library's consumers send the same keys, so the snapshot collector reads both
+    kinds alike."""
 
     client_id: str
     queues: frozenset[MessageQueue]
