@@ -1,18 +1,22 @@
-"""The property-testing kit: our six strategies keep their promises, and the checks catch broken strategies."""
+"""The property-testing kit: every built-in strategy keeps its promises, and the checks catch broken strategies."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.strategies import create_strategy
+from rocket_rebalance.plan import plan
+from rocket_rebalance.strategies import STRATEGY_NAMES, create_strategy
 from rocket_rebalance.testing import (
     PROMISES,
     Property,
     PropertyViolation,
     RebalanceCase,
     check_balanced,
+    check_balanced_per_topic,
+    check_bounded_load,
     check_deterministic,
     check_full_coverage,
     check_monotonic_join,
@@ -44,8 +48,35 @@ def test_room_strategies_and_config_keep_their_promises(case: RebalanceCase) -> 
     check_strategy(create_strategy("CONFIG", message_queues=case.mq_all[:2]), case)
 
 
-def test_promises_cover_all_six() -> None:
-    assert set(PROMISES) == {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONFIG", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY"}
+@settings(max_examples=60, deadline=None)
+@given(rebalance_inputs(), st.sampled_from([0.0, 0.1, 0.25, 1.0]), st.integers(1, 50))
+def test_the_bounded_hash_keeps_its_promises(case: RebalanceCase, eps: float, nodes: int) -> None:
+    check_strategy(create_strategy("CONSISTENT_HASH_BOUNDED", eps=eps, virtual_node_count=nodes), case)
+    if eps == 0:  # eps = 0 is perfect balance
+        check_balanced(plan(create_strategy("CONSISTENT_HASH_BOUNDED", eps=0, virtual_node_count=nodes), "G", *case))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rebalance_inputs(max_queues=64), st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH_BOUNDED"]))
+def test_cross_topic_keeps_its_promises_over_several_topics(case: RebalanceCase, inner: str) -> None:
+    check_strategy(create_strategy("CROSS_TOPIC", inner=inner), case)
+
+
+def test_promises_cover_every_strategy() -> None:
+    assert set(PROMISES) == set(STRATEGY_NAMES)
+
+
+def test_the_new_checks_catch_what_they_exist_for() -> None:
+    two_topics = {"a": [MessageQueue("T", "b", 0), MessageQueue("T", "b", 1)], "b": [MessageQueue("U", "b", 0)]}
+    check_balanced(two_topics)  # 2 and 1 in total ...
+    with pytest.raises(PropertyViolation, match="unbalanced"):
+        check_balanced_per_topic(two_topics)  # ... but 2 and 0 of T
+    bounded = create_strategy("CONSISTENT_HASH_BOUNDED", eps=0.5)  # cap ceil(1.5 * 8 / 2) = 6
+    check_bounded_load(bounded, {"a": list(QUEUES[:6]), "b": list(QUEUES[6:])})
+    with pytest.raises(PropertyViolation, match="above the cap of 6 queues"):
+        check_bounded_load(bounded, {"a": list(QUEUES[:7]), "b": list(QUEUES[7:])})
+    with pytest.raises(PropertyViolation, match="has no cap"):
+        check_bounded_load(create_strategy("AVG"), {"a": list(QUEUES)})
 
 
 # Broken strategies: each check must catch the defect it exists for.

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.strategies.base import CheckedStrategy
+from rocket_rebalance.strategies.base import CheckedStrategy, check_sizes
 
 __all__ = ["AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle"]
 
@@ -36,6 +37,14 @@ class AllocateMessageQueueAveragely(CheckedStrategy[Positions]):
         # Java copies min(size, n - start) queues from start; past the end that count is <= 0 (nothing).
         return list(mq_all[start : start + max(0, min(size, queues - start))])
 
+    def place(
+        self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]
+    ) -> list[list[MessageQueue]]:
+        """Contiguous runs of the given sizes, in consumer order (CROSS_TOPIC picks who gets the remainder)."""
+        check_sizes(mq_all, cids, sizes)
+        ends = list(accumulate(sizes))
+        return [list(mq_all[end - size : end]) for end, size in zip(ends, sizes, strict=True)]
+
 
 class AllocateMessageQueueAveragelyByCircle(CheckedStrategy[Positions]):
     """AVG_BY_CIRCLE: consumer i takes the queues at positions i, i + c, i + 2c, ... (dealt like cards)."""
@@ -48,3 +57,16 @@ class AllocateMessageQueueAveragelyByCircle(CheckedStrategy[Positions]):
     def share(self, prepared: Positions, index: int) -> list[MessageQueue]:
         mq_all, consumers = prepared
         return list(mq_all[index::consumers])
+
+    def place(
+        self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]
+    ) -> list[list[MessageQueue]]:
+        """Dealt like cards, skipping a consumer once it has its size (CROSS_TOPIC picks who gets more)."""
+        check_sizes(mq_all, cids, sizes)
+        shares: list[list[MessageQueue]] = [[] for _ in cids]
+        dealt = iter(mq_all)
+        for round_ in range(max(sizes, default=0)):
+            for share, size in zip(shares, sizes, strict=True):
+                if round_ < size:
+                    share.append(next(dealt))
+        return shares

@@ -19,8 +19,10 @@ __all__ = [
     "AllocationError",
     "CheckedStrategy",
     "ConsumerIdcsNotSetError",
+    "SizedPlacement",
     "check_allocate_args",
     "check_group_args",
+    "check_sizes",
     "first_positions",
     "plan_group",
 ]
@@ -97,6 +99,27 @@ def first_positions(cid_all: Sequence[str]) -> dict[str, int]:
     for position, cid in enumerate(cid_all):
         positions.setdefault(cid, position)
     return positions
+
+
+@runtime_checkable
+class SizedPlacement(Protocol):
+    """A strategy that can fill consumers to sizes chosen by someone else: CROSS_TOPIC decides how many queues of
+    each topic every consumer takes (so that totals over the topics stay even) and this says which ones."""
+
+    name: str
+
+    def place(
+        self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]
+    ) -> list[list[MessageQueue]]:
+        """The queues of each of the distinct ``cids``, ``sizes[i]`` of them for ``cids[i]``, in ``mq_all`` order;
+        ``sizes`` sum to ``len(mq_all)``."""
+        ...
+
+
+def check_sizes(mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]) -> None:
+    """A placement's sizes must split the queues exactly, one non-negative size per consumer."""
+    if len(sizes) != len(cids) or sum(sizes) != len(mq_all) or min(sizes, default=0) < 0:
+        raise ValueError(f"sizes {list(sizes)} do not split {len(mq_all)} queues among {len(cids)} consumers")
 
 
 Prepared = TypeVar("Prepared")

@@ -11,14 +11,23 @@ from rocket_rebalance.strategies.averagely import (
     AllocateMessageQueueAveragelyByCircle,
 )
 from rocket_rebalance.strategies.base import AllocateMessageQueueStrategy
+from rocket_rebalance.strategies.bounded_hash import AllocateMessageQueueConsistentHashBounded
 from rocket_rebalance.strategies.by_config import AllocateMessageQueueByConfig
 from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueConsistentHash
+from rocket_rebalance.strategies.cross_topic import AllocateMessageQueueAcrossTopics
 from rocket_rebalance.strategies.machine_room import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueByMachineRoom,
 )
 
-__all__ = ["STRATEGY_NAMES", "UnknownStrategyError", "create_strategy"]
+__all__ = [
+    "JAVA_STRATEGY_NAMES",
+    "STRATEGY_NAMES",
+    "UnknownStrategyError",
+    "create_strategy",
+    "java_compatible",
+    "spans_topics",
+]
 
 _FACTORIES: dict[str, Callable[..., AllocateMessageQueueStrategy]] = {
     "AVG": AllocateMessageQueueAveragely,
@@ -27,9 +36,14 @@ _FACTORIES: dict[str, Callable[..., AllocateMessageQueueStrategy]] = {
     "CONFIG": AllocateMessageQueueByConfig,
     "MACHINE_ROOM": AllocateMessageQueueByMachineRoom,
     "MACHINE_ROOM_NEARBY": AllocateMachineRoomNearby,
+    # this library's own: no Java client has them, so a group running them must be all Python
+    "CONSISTENT_HASH_BOUNDED": AllocateMessageQueueConsistentHashBounded,
+    "CROSS_TOPIC": AllocateMessageQueueAcrossTopics,
 }
 
 STRATEGY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+JAVA_STRATEGY_NAMES: tuple[str, ...] = STRATEGY_NAMES[:6]
+"""The six that Apache RocketMQ's Java client has, bit-exact (the golden vectors); the rest are Python only."""
 
 
 class UnknownStrategyError(ValueError):
@@ -40,7 +54,9 @@ def create_strategy(name: str, **options: Any) -> AllocateMessageQueueStrategy:
     """The strategy Java names ``name``, configured with ``options``.
 
     Options: CONSISTENT_HASH ``virtual_node_count`` (default 10), ``hash_function``; CONFIG ``message_queues``;
-    MACHINE_ROOM ``consumer_idcs``; MACHINE_ROOM_NEARBY ``inner`` (a strategy object or name) and ``resolver``.
+    MACHINE_ROOM ``consumer_idcs``; MACHINE_ROOM_NEARBY ``inner`` (a strategy object or name) and ``resolver``;
+    CONSISTENT_HASH_BOUNDED ``eps`` (default 0.25), ``virtual_node_count`` (default 40), ``hash_function``;
+    CROSS_TOPIC ``inner`` (AVG, the default, AVG_BY_CIRCLE or CONSISTENT_HASH_BOUNDED, an object or name).
     An unknown name or option raises ``ValueError`` listing what is valid.
     """
     factory = _FACTORIES.get(name)
@@ -51,6 +67,19 @@ def create_strategy(name: str, **options: Any) -> AllocateMessageQueueStrategy:
     if unknown:
         valid = ", ".join(accepted) if accepted else "none"
         raise ValueError(f"strategy {name} has no option {', '.join(unknown)}; its options: {valid}")
-    if name == "MACHINE_ROOM_NEARBY" and isinstance(options.get("inner"), str):
+    if name in ("MACHINE_ROOM_NEARBY", "CROSS_TOPIC") and isinstance(options.get("inner"), str):
         options["inner"] = create_strategy(options["inner"])
     return factory(**options)
+
+
+def java_compatible(strategy: AllocateMessageQueueStrategy) -> bool:
+    """Can Java consumers of the same group compute this strategy's shares? False for this library's own
+    strategies (``java_compatible = False``) and for a wrapper around one; user strategies are assumed to be."""
+    inner = getattr(strategy, "inner", None)
+    own = bool(getattr(strategy, "java_compatible", True))
+    return own and (inner is None or java_compatible(inner))
+
+
+def spans_topics(strategy: AllocateMessageQueueStrategy) -> bool:
+    """Does the strategy allocate all the group's topics in one call (CROSS_TOPIC) rather than one topic each?"""
+    return bool(getattr(strategy, "spans_topics", False))

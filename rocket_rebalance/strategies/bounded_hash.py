@@ -1,0 +1,158 @@
+"""CONSISTENT_HASH_BOUNDED: consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam, 2016).
+
+Plain consistent hashing moves few queues on a membership change but is badly skewed (with Java's 10 virtual
+nodes the busiest consumer of 8 carries about 1.7 times the mean). This strategy caps every consumer at
+``cap = ceil((1 + eps) * queues / consumers)`` (distinct consumers) and places the queues one by one:
+
+* queues in the rebalance's sorted order (``mq_all`` as given), each hashed like CONSISTENT_HASH (MD5 of Java's
+  ``MessageQueue.toString()`` by default);
+* the ring is CONSISTENT_HASH's ring (``<cid>-<k>`` virtual nodes), and a queue goes to the first point at or
+  after its hash whose consumer is below its cap, walking on past full consumers and wrapping around;
+* ``eps = 0`` is perfect balance: the cap is ``ceil(queues / consumers)`` for the first ``queues % consumers``
+  consumers to reach it and ``queues // consumers`` for the rest, so loads differ by at most one.
+
+Every consumer computes the same walk from the same sorted inputs, so they agree without talking, as with every
+other strategy. The price of the cap is some extra movement: a join lowers the cap, and queues above it cascade
+to the next consumers on the ring. ``benchmarks/strategies.py`` measures both sides (RESULTS.md); 40 virtual
+nodes per consumer (the default) keep the moved share on a join within about 1.25 times the least possible.
+
+Python only: no Java client has this strategy, so a group that runs it must have no Java consumers (the runtime
+warns when the broker lists other members).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import NamedTuple
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.strategies.base import (
+    AllocationError,
+    CheckedStrategy,
+    check_group_args,
+    check_sizes,
+    first_positions,
+)
+from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueConsistentHash, HashFunction, HashRing
+
+__all__ = ["AllocateMessageQueueConsistentHashBounded", "load_cap"]
+
+
+def load_cap(queues: int, consumers: int, eps: float) -> int:
+    """``ceil((1 + eps) * queues / consumers)``, computed exactly (``eps`` read as the decimal it prints as)."""
+    if consumers <= 0:
+        return 0
+    return math.ceil((1 + Fraction(repr(float(eps)))) * queues / consumers)
+
+
+class _Walk(NamedTuple):
+    """Each queue's owner in ``mq_all`` order, and the distinct consumers in list order."""
+
+    mq_all: Sequence[MessageQueue]
+    cid_all: Sequence[str]
+    owners: list[str]
+
+
+class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
+    """CONSISTENT_HASH_BOUNDED: the consistent-hash ring, with no consumer above ``ceil((1+eps)*queues/consumers)``.
+
+    Options: ``eps`` (default 0.25; 0 is perfect balance), ``virtual_node_count`` (default 40, at least 1: the walk
+    needs a ring), ``hash_function`` (default Java's MD5 hash, as CONSISTENT_HASH). The ring is built from the
+    distinct client IDs and cached like CONSISTENT_HASH's.
+    """
+
+    name = "CONSISTENT_HASH_BOUNDED"
+    java_compatible = False
+
+    def __init__(
+        self,
+        eps: float = 0.25,
+        virtual_node_count: int = 40,
+        hash_function: HashFunction | None = None,
+        ring_cache_size: int = 16,
+    ) -> None:
+        if not isinstance(eps, int | float) or isinstance(eps, bool):
+            raise TypeError(f"eps must be a number, got {type(eps).__name__}")
+        if not math.isfinite(eps) or eps < 0:
+            raise AllocationError(f"eps must be a finite number >= 0, got {eps}")
+        self._rings = AllocateMessageQueueConsistentHash(virtual_node_count, hash_function, ring_cache_size)
+        if virtual_node_count < 1:
+            raise AllocationError(f"CONSISTENT_HASH_BOUNDED needs at least 1 virtual node, got {virtual_node_count}")
+        self.eps = float(eps)
+        self.virtual_node_count = virtual_node_count
+        self.hash_function = hash_function
+
+    def cap(self, queues: int, consumers: int) -> int:
+        """The most queues any one of ``consumers`` distinct consumers may hold."""
+        return load_cap(queues, consumers, self.eps)
+
+    def _walk(self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int] | None) -> list[str]:
+        """Each queue's owner: the first consumer clockwise from its hash with room left.
+
+        ``sizes`` (one per distinct consumer) are exact capacities summing to the queue count, as the cross-topic
+        wrapper asks for; without them the cap applies, and with ``eps = 0`` only ``queues % consumers``
+        consumers may go above ``queues // consumers``.
+        """
+        ring: HashRing = self._rings.ring(cids)
+        points, ring_owners, size = ring.points, ring.owners, len(ring.points)
+        load = dict.fromkeys(cids, 0)
+        floor, remainder = divmod(len(mq_all), len(cids))
+        if sizes is not None:
+            check_sizes(mq_all, cids, sizes)
+            room = dict(zip(cids, sizes, strict=True))
+            floor = 0  # each consumer fills exactly its own size
+        else:
+            room = dict.fromkeys(cids, self.cap(len(mq_all), len(cids)))
+        limited = sizes is None and self.eps == 0 and remainder > 0
+        big_slots = remainder if limited else len(cids)  # how many more consumers may go above the floor
+        hash_of = self.hash_function
+        owners: list[str] = []
+        for mq in mq_all:
+            position = bisect_left(points, mq.md5_hash if hash_of is None else hash_of(str(mq)))
+            while True:
+                owner = ring_owners[position % size]
+                held = load[owner]
+                if held < floor or (held < room[owner] and big_slots > 0):
+                    break
+                position += 1
+            load[owner] = held + 1
+            if limited and held == floor:  # this consumer just went above the floor
+                big_slots -= 1
+            owners.append(owner)
+        return owners
+
+    def place(
+        self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]
+    ) -> list[list[MessageQueue]]:
+        """Each of the distinct ``cids`` filled to exactly its size by the ring walk (for CROSS_TOPIC)."""
+        return self._grouped(mq_all, cids, sizes)
+
+    def _grouped(
+        self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int] | None
+    ) -> list[list[MessageQueue]]:
+        shares: dict[str, list[MessageQueue]] = {cid: [] for cid in cids}
+        for mq, owner in zip(mq_all, self._walk(mq_all, cids, sizes), strict=True):
+            shares[owner].append(mq)
+        return [shares[cid] for cid in cids]
+
+    def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> _Walk:
+        return _Walk(mq_all, cid_all, self._walk(mq_all, list(first_positions(cid_all)), None))
+
+    def share(self, prepared: _Walk, index: int) -> list[MessageQueue]:
+        current = prepared.cid_all[index]
+        return [mq for mq, owner in zip(prepared.mq_all, prepared.owners, strict=True) if owner == current]
+
+    def plan_all(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> dict[str, list[MessageQueue]]:
+        """Walk once and group by owner."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        cids = list(first_positions(cid_all))
+        return dict(zip(cids, self._grouped(mq_all, cids, None), strict=True))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} eps={self.eps} virtual_node_count={self.virtual_node_count}>"
