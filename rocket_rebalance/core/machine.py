@@ -18,6 +18,11 @@ Rounds
   R4. An unchanged assignment is a no-op. A changed one emits ``QueuesChanged(topic, mq_all, mq_divided)`` (the
       user's MessageQueueListener) and a ``SendHeartbeat`` at once.
   R5. Queues of topics no longer subscribed are released.
+  R6. A strategy that spans topics (CROSS_TOPIC: each consumer's total over the topics balanced) is asked once
+      per round, when every topic's list has come, with the queues of every routed topic and the union of the
+      lists; its share is then applied topic by topic. A missing or failed list, or an ``AllocationError``,
+      leaves every topic as it was (R3), since one topic's queue count moves the others' shares. L6 applies to
+      all topics at once: our ID listed twice in any topic's list.
 
 Process-queue table
   T1. A queue no longer assigned is released; so is an active queue of a push consumer not pulled for
@@ -121,7 +126,7 @@ from rocket_rebalance.model import (
     retry_topic,
     sort_queues,
 )
-from rocket_rebalance.strategies import AllocationError
+from rocket_rebalance.strategies import AllocationError, spans_topics
 
 __all__ = ["QueueState", "RebalanceCore"]
 
@@ -188,6 +193,8 @@ class RebalanceCore:
         self._shutting_down = False
         self._shutdown_done = False
         self._round_pending: set[str] = set()
+        self._round_lists: dict[str, tuple[str, ...]] = {}  # R6: this round's lists, kept until all have come
+        self._round_failed = False  # R6: a list of this round failed
         self._round_deadline = _NEVER
         self._round_requested_at = _NEVER
         self._last_round_at = -_NEVER
@@ -382,6 +389,8 @@ class RebalanceCore:
 
     def _finish_round(self, now: float) -> None:
         self._round_pending.clear()
+        self._round_lists.clear()
+        self._round_failed = False
         self._round_deadline = _NEVER
         self._request_round(self._last_round_at + self.config.rebalance_interval)
 
@@ -390,10 +399,16 @@ class RebalanceCore:
             return  # an answer from an abandoned round: its view may be stale
         self._round_pending.discard(event.topic)
         if event.client_ids is None:
+            self._round_failed = True
             self._mark_unbalanced(now)
         elif event.topic in self._routes and event.topic in self.topics:
-            self._rebalance_clustering(event.topic, event.client_ids, now)
+            if spans_topics(self.config.strategy):
+                self._round_lists[event.topic] = event.client_ids
+            else:
+                self._rebalance_clustering(event.topic, event.client_ids, now)
         if not self._round_pending:
+            if self._round_lists and not self._round_failed:
+                self._rebalance_across_topics(now)
             self._finish_round(now)
 
     def _rebalance_clustering(self, topic: str, client_ids: tuple[str, ...], now: float) -> None:
@@ -409,6 +424,26 @@ class RebalanceCore:
             self._mark_unbalanced(now)  # R3: keep the previous queues of this topic
             return
         self._apply_allocation(topic, frozenset(share or ()), now)
+
+    def _rebalance_across_topics(self, now: float) -> None:
+        """R6: one call for every routed topic, with the union of the round's member lists."""
+        cfg = self.config
+        lists = {topic: ids for topic, ids in self._round_lists.items() if topic in self._routes}
+        shared = [self._id_shared(topic, ids.count(cfg.client_id)) for topic, ids in lists.items()]
+        if any(shared) and cfg.uses_locks:
+            for topic in lists:
+                self._apply_allocation(topic, frozenset(), now)  # L6 for every topic: the totals span them all
+            return
+        members = {cid for ids in lists.values() for cid in ids}
+        queues = [mq for topic in lists for mq in self._routes[topic]]
+        try:
+            prepared = prepare_rebalance_input(queues, members, warn=False)
+            share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
+        except AllocationError:
+            self._mark_unbalanced(now)  # R3: every topic keeps its previous queues
+            return
+        for topic in lists:
+            self._apply_allocation(topic, frozenset(mq for mq in share or () if mq.topic == topic), now)
 
     def _id_shared(self, topic: str, consumers: int) -> bool:
         """L6: is our client ID used by more than one consumer of ``topic``? Reported when the count changes."""
@@ -770,6 +805,7 @@ class RebalanceCore:
         self._shutting_down = True
         self._round_requested_at = _NEVER
         self._round_pending.clear()
+        self._round_lists.clear()
         self._round_deadline = _NEVER
         for entry in list(self._entries.values()):
             self._release(entry, now)

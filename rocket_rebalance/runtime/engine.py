@@ -69,6 +69,7 @@ from rocket_rebalance.core.events import Event
 from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health
+from rocket_rebalance.runtime.members import MemberLanguages
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
@@ -158,6 +159,7 @@ class Engine:
         self.queue_listener = queue_listener
         self.settings = settings or EngineSettings()
         self.health = Health(on_error)
+        self._languages = MemberLanguages(config.strategy, config.consumer_group, self.health)
         self._inbox: queue.Queue[Event | Callable[[], None] | None] = queue.Queue()
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
@@ -474,6 +476,7 @@ class Engine:
             self.health.failed(f"member list for {topic}", error)
             return ConsumerListFetched(topic, None)
         self.health.ok(f"member list for {topic}")
+        self._languages.members_seen(ids, self.transport)
         return ConsumerListFetched(topic, tuple(ids))
 
     def _heartbeat(self, topics: tuple[str, ...], brokers: Sequence[str] | None = None) -> None:

@@ -86,7 +86,8 @@ class MixedGroup:
         self.python_members[client_id] = member
         return member
 
-    def java(self, instance: str, orderly: bool = False, work_ms: int = 0) -> JavaPeer:
+    def java(self, instance: str, orderly: bool = False, work_ms: int = 0, strategy: str | None = None) -> JavaPeer:
+        """A Java consumer of the group, with the group's strategy unless told (a Java client has only Java's)."""
         assert self.cluster.lib is not None
         peer = JavaPeer(
             self.cluster.lib,
@@ -95,7 +96,7 @@ class MixedGroup:
             self.group,
             instance,
             [self.topic],
-            strategy=self.strategy_name,
+            strategy=strategy or self.strategy_name,
             orderly=orderly,
             work_ms=work_ms,
         )

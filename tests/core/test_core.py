@@ -621,3 +621,67 @@ def test_wake_ups_are_announced_for_every_timer() -> None:
 def test_unknown_events_are_refused() -> None:
     with pytest.raises(TypeError):
         RebalanceCore(RebalanceConfig(G, ME)).handle(object(), 0.0)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ R6: strategies spanning topics
+
+U = "U"
+US = [MessageQueue(U, "b0", i) for i in range(3)]
+RETRY_QS = [MessageQueue(RETRY, "b0", 0)]
+EVERY_QUEUE = QS + US + RETRY_QS
+CROSS = {"strategy": create_strategy("CROSS_TOPIC")}
+
+
+def cross_share(cids: tuple[str, ...]) -> set[MessageQueue]:
+    prepared = prepare_rebalance_input(EVERY_QUEUE, cids, warn=False)
+    return set(create_strategy("CROSS_TOPIC").allocate(G, ME, prepared.mq_all, prepared.cid_all))
+
+
+def start_across(d: Drive, lists: dict[str, tuple[str, ...] | None]) -> list[Action]:
+    """Routes of T, U and the retry topic first, then start: one round fetches the three lists; answer ``lists``."""
+    for topic, queues in ((T, QS), (U, US), (RETRY, RETRY_QS)):
+        d(RouteUpdated(topic, frozenset(queues)))
+    fetched = only(d(Started()), FetchConsumerList)
+    assert {f.topic for f in fetched} == {T, U, RETRY}
+    actions: list[Action] = []
+    for topic, cids in lists.items():
+        actions += d(ConsumerListFetched(topic, cids))
+    return d.answer(actions)
+
+
+def test_a_strategy_spanning_topics_is_asked_once_with_every_topics_queues() -> None:
+    d = Drive(topics=(T, U), **CROSS)
+    assert not only(start_across(d, {T: (ME, OTHER), U: (ME, OTHER)}), StartQueue)  # the retry list is still due
+    d.answer(d(ConsumerListFetched(RETRY, (ME, OTHER))))
+    assert d.core.active_queues() == cross_share((ME, OTHER))
+    # 8 queues, 4 each; topic by topic AVG would give us 2 of T, 2 of U and the retry queue: 5 against 3
+    assert len(d.core.active_queues()) == 4
+    assert {topic: len(d.core.allocated(topic)) for topic in (T, U, RETRY)} == {T: 2, U: 1, RETRY: 1}
+
+
+def test_one_failed_list_leaves_every_topic_as_it_was_when_the_strategy_spans_topics() -> None:
+    d = Drive(topics=(T, U), **CROSS)
+    start_across(d, {T: (ME,), U: (ME,), RETRY: (ME,)})
+    assert d.core.active_queues() == set(EVERY_QUEUE)
+    actions = d(ConsumerIdsChanged(), at=3.0)
+    actions += d(ConsumerListFetched(T, (ME, OTHER)))
+    actions += d(ConsumerListFetched(U, None))
+    actions += d(ConsumerListFetched(RETRY, (ME, OTHER)))
+    assert not only(actions, StopQueue) and d.core.active_queues() == set(EVERY_QUEUE)  # T was not split alone
+    assert d.core.next_wakeup == 4.0  # R3: unbalanced, again in a second
+
+
+def test_the_union_of_the_lists_is_the_member_list_when_the_strategy_spans_topics() -> None:
+    d = Drive(topics=(T, U), **CROSS)
+    start_across(d, {T: (ME, OTHER), U: (ME,), RETRY: (ME,)})  # U's broker has not seen OTHER's heartbeat yet
+    assert d.core.active_queues() == cross_share((ME, OTHER))
+
+
+def test_a_shared_id_in_any_topic_withholds_every_topic_when_the_strategy_spans_topics() -> None:
+    d = Drive(topics=(T, U), **CROSS)
+    actions = start_across(d, {T: (ME, OTHER), U: (ME, ME, OTHER), RETRY: (ME, OTHER)})
+    assert only(actions, ClientIdShared) == [ClientIdShared(U, ME, 2, True)]
+    assert not d.core.held_queues()
+    d.answer(d(ConsumerIdsChanged(), at=3.0) + d(ConsumerListFetched(T, (ME, OTHER))))
+    d.answer(d(ConsumerListFetched(U, (ME, OTHER))) + d(ConsumerListFetched(RETRY, (ME, OTHER))))
+    assert d.core.active_queues() == cross_share((ME, OTHER))  # the clone left: every topic taken again

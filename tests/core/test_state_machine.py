@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from rocket_rebalance.core import ConsumeFromWhere, RebalanceConfig
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
+from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy, spans_topics
 from tests.core.sim import Sim, SimConsumer
 
 GROUP = "group"
@@ -50,6 +51,7 @@ class RebalanceWorld(RuleBasedStateMachine):
     fenced = True
     graceful = False
     shared_ids = False  # joins may reuse a running consumer's client ID (cloned containers)
+    strategy: AllocateMessageQueueStrategy = create_strategy("AVG")
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,6 +75,7 @@ class RebalanceWorld(RuleBasedStateMachine):
             # The graceful world proves the fence: a drain that never times out must re-deliver nothing.
             # (Orderly ignores the bound and waits for the message in consumption: the orderly worlds check that.)
             handover_drain_timeout=1e9 if self.graceful and not self.orderly else 0.5,
+            strategy=self.strategy,
             **INTERVALS,  # type: ignore[arg-type]
         )
 
@@ -282,12 +285,13 @@ class RebalanceWorld(RuleBasedStateMachine):
         cids = [c.cid for c in live if c.cid in self.sim.broker.registered]
         if len(cids) != len(live):
             return False
-        strategy = self.config("x").strategy
-        for topic, queues in ((TOPIC, QUEUES), (retry_topic(GROUP), RETRY_QUEUES)):
+        # a strategy spanning topics is asked once for all of them (core R6); the others topic by topic
+        batches = [ALL_QUEUES] if spans_topics(self.strategy) else [QUEUES, RETRY_QUEUES]
+        for queues in batches:
             prepared = prepare_rebalance_input(queues, cids)
             for consumer in live:
-                want = set(strategy.allocate(GROUP, consumer.cid, prepared.mq_all, prepared.cid_all) or ())
-                have = {mq for mq in consumer.core.active_queues() if mq.topic == topic}
+                want = set(self.strategy.allocate(GROUP, consumer.cid, prepared.mq_all, prepared.cid_all) or ())
+                have = {mq for mq in consumer.core.active_queues() if mq in queues}
                 if want != have or set(consumer.core.held_queues()) - consumer.core.active_queues():
                     return False
         return True
@@ -348,6 +352,13 @@ class SharedIdOrderlyWorld(SharedIdFencedWorld):
     orderly = True
 
 
+class CrossTopicWorld(RebalanceWorld):
+    """CROSS_TOPIC over the bounded hash: one allocation for the topic and the retry topic together (core R6),
+    in the general world (crashes, failed and lost requests); it must converge to the strategy's plan as well."""
+
+    strategy = create_strategy("CROSS_TOPIC", inner="CONSISTENT_HASH_BOUNDED")
+
+
 TestFencedConcurrent = FencedConcurrentWorld.TestCase
 TestFencedConcurrent.settings = SETTINGS
 TestOrderly = OrderlyWorld.TestCase
@@ -362,3 +373,5 @@ TestSharedIdFenced = SharedIdFencedWorld.TestCase
 TestSharedIdFenced.settings = SETTINGS
 TestSharedIdOrderly = SharedIdOrderlyWorld.TestCase
 TestSharedIdOrderly.settings = SETTINGS
+TestCrossTopic = CrossTopicWorld.TestCase
+TestCrossTopic.settings = SETTINGS
