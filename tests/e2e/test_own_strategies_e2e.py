@@ -16,7 +16,7 @@ from rocket_rebalance.plan import plan
 from rocket_rebalance.runtime.admin import consumer_progress
 from rocket_rebalance.runtime.local_cluster import ConsumerProcess, StubProcess, start_consume_process
 from rocket_rebalance.runtime.mixed_group import wait_until
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, open_transport
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, TransportError, open_transport
 from rocket_rebalance.strategies import create_strategy
 
 pytestmark = pytest.mark.e2e
@@ -38,10 +38,16 @@ def stub(tmp_path: Path) -> Iterator[str]:
 
 
 def every_queue(address: str) -> list[MessageQueue]:
+    """The queues of both topics and of the retry topic (which the stub creates at the first heartbeat)."""
     transport = open_transport(address)
     try:
-        topics = [*TOPICS, retry_topic(GROUP)]
-        return [mq for topic in topics for mq in transport.route(topic).subscribe_queues()]
+        queues: list[MessageQueue] = []
+        for topic in [*TOPICS, retry_topic(GROUP)]:
+            try:
+                queues += transport.route(topic).subscribe_queues()
+            except TransportError:
+                pass  # not created yet
+        return queues
     finally:
         transport.close()
 
