@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/allocation.py
 	$(PY) benchmarks/preview.py
 	$(PY) benchmarks/stub.py
+	$(PY) benchmarks/strategies.py
 	$(PY) benchmarks/rebalance.py
 
 bench-pipeline: $(STAMP)

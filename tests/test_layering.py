@@ -27,6 +27,7 @@ LAYERS = {
     "mqadmin": 3,
     "whatif": 3,
     "testing": 3,
+    "tradeoffs": 3,
     "core": 4,
     "runtime": 5,
     "commands": 6,

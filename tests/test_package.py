@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import string
 import subprocess
 import sys
+
+from rocket_rebalance.tradeoffs import default_strategies
 
 
 def test_import_does_not_load_grpc_pyspark_or_hypothesis() -> None:
@@ -20,6 +24,17 @@ def test_console_entry_runs_the_demo() -> None:
         [sys.executable, "-m", "rocket_rebalance", "demo", "--static"], capture_output=True, text=True, check=True
     )
     assert "CONSISTENT_HASH" in out.stdout and "MACHINE_ROOM_NEARBY-AVG" in out.stdout
+
+
+def test_demo_shows_the_tradeoff_chart_and_table_for_every_default_strategy() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "rocket_rebalance", "demo", "--static"], capture_output=True, text=True, check=True
+    )
+    tradeoffs = out.stdout.split("# Balance against movement", 1)[1]
+    assert "max/avg (mean)" in tradeoffs and "share of queues moved on one join" in tradeoffs
+    for marker, label in zip(string.ascii_uppercase, default_strategies(), strict=False):
+        assert re.search(rf"^  {marker}  {re.escape(label)}  +moved 0\.\d+  max/avg \d", tradeoffs, re.M), label
+        assert re.search(rf"^{re.escape(label)} +\d+\.\d+ ", tradeoffs, re.M), label
 
 
 def test_unknown_command_exits_non_zero() -> None:

@@ -3,8 +3,10 @@
 The live demo runs a real ``nameserver_stub`` and real consumer processes: three consumers and a producer, then a
 fourth consumer joins, one leaves gracefully and one is killed. After each step it prints who owns which queue,
 checks that every queue has exactly one owner and that every message was consumed, and exits 0 only if so.
-The static part needs no server: two brokers of eight queues, three consumers, a fourth joining. ``--rocketmq`` runs
-the live part on a real Apache RocketMQ NameServer and brokers instead, with a Java consumer in the group.
+The static part needs no server: two brokers of eight queues, three consumers, a fourth joining; then what each
+strategy trades, balance against movement, measured on random groups (:mod:`rocket_rebalance.tradeoffs`) and drawn
+as a chart. ``--rocketmq`` runs the live part on a real Apache RocketMQ NameServer and brokers instead, with a Java
+consumer in the group.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from rocket_rebalance.runtime.local_cluster import LocalCluster
 from rocket_rebalance.runtime.mixed_group import MixedGroup, wait_until
 from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
+from rocket_rebalance.tradeoffs import compare, default_strategies, format_chart, format_table
 
-__all__ = ["live_demo", "register", "rocketmq_demo", "sample_strategies", "show_allocations"]
+__all__ = ["live_demo", "register", "rocketmq_demo", "sample_strategies", "show_allocations", "show_tradeoffs"]
 
 TOPIC = "TopicTest"
 QUEUES = [MessageQueue(TOPIC, broker, queue_id) for broker in ("hz@broker-a", "sh@broker-b") for queue_id in range(8)]
 CONSUMERS = ["hz@10.0.0.1@4101", "hz@10.0.0.2@4102", "sh@10.0.0.3@4103"]
 JOINER = "sh@10.0.0.4@4104"
+# The trade-off chart's groups: a common shape, and few enough groups that the demo stays quick (about 1 s).
+TRADEOFF_QUEUES, TRADEOFF_CONSUMERS, TRADEOFF_GROUPS, TRADEOFF_SEED = 64, 8, 40, 1
 
 
 def sample_strategies() -> list[AllocateMessageQueueStrategy]:
@@ -66,6 +71,22 @@ def show_allocations() -> str:
         for cid in after.cid_all:
             lines.append(f"  {cid:<20} before: {_short(old.get(cid, [])):<26} after: {_short(new[cid])}")
     return "\n".join(lines)
+
+
+def show_tradeoffs() -> str:
+    """The demo's chart of balance against movement and its table, measured live on random groups (one example
+    above says little about the hashing strategies; ``benchmarks/strategies.py`` has the figures for more sizes)."""
+    rows = compare(default_strategies(), TRADEOFF_QUEUES, TRADEOFF_CONSUMERS, TRADEOFF_GROUPS, TRADEOFF_SEED)
+    return "\n".join(
+        [
+            f"# Balance against movement: {TRADEOFF_GROUPS} random groups of {TRADEOFF_QUEUES} queues and "
+            f"{TRADEOFF_CONSUMERS} consumers, one more joining (seed {TRADEOFF_SEED})",
+            "",
+            format_chart(rows),
+            "",
+            format_table(rows),
+        ]
+    )
 
 
 def _report(
@@ -170,6 +191,8 @@ def rocketmq_demo(work_dir: Path) -> bool:
 
 def _run(args: argparse.Namespace) -> int:
     print(show_allocations())
+    print("\n")
+    print(show_tradeoffs())
     if args.static:
         return 0
     with tempfile.TemporaryDirectory(prefix="rocket-rebalance-demo-") as folder:
