@@ -11,8 +11,8 @@ colliding keys into a tree, which can change the order inside that bucket; that 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from rocket_rebalance.model import MessageQueue, java_string_key, prepare_rebalance_input
 from rocket_rebalance.plan import Plan, plan
@@ -107,10 +107,11 @@ def mqadmin_allocate_mq(route: TopicRoute, client_ids: Sequence[str]) -> Plan:
     return {cid: result[cid] for cid in java_hash_order(list(client_ids), java_string_hash)}
 
 
-def to_mqadmin_json(result: Plan) -> str:
-    """mqadmin's compact JSON: ``{"result": {id: [{brokerName, queueId, topic}, ...]}}`` (fields alphabetical)."""
+def to_mqadmin_json(result: Plan, extra: Mapping[str, Any] | None = None) -> str:
+    """mqadmin's compact JSON: ``{"result": {id: [{brokerName, queueId, topic}, ...]}}`` (fields alphabetical),
+    followed by the ``extra`` fields mqadmin never prints (so that its own output stays byte for byte)."""
     body = {
         cid: [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic} for mq in queues]
         for cid, queues in result.items()
     }
-    return json.dumps({"result": body}, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps({"result": body, **(extra or {})}, ensure_ascii=False, separators=(",", ":"))

@@ -21,6 +21,7 @@ __all__ = [
     "Plan",
     "SplitView",
     "balance",
+    "by_topic",
     "first_owners",
     "minimum_moves",
     "movement",
@@ -54,6 +55,19 @@ def owners(shares: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQueue, l
         for mq in queues:
             held.setdefault(mq, []).append(cid)
     return held
+
+
+def by_topic(whole: Plan, topics: Sequence[str]) -> dict[str, Plan]:
+    """A plan over several topics (a strategy spanning topics, CROSS_TOPIC) as one plan per topic, each with every
+    consumer of the whole. A plan of one topic stays as the strategy gave it (CONFIG hands out its configured
+    queues whatever the topic)."""
+    if len(topics) == 1:
+        return {topics[0]: whole}
+    parts: dict[str, Plan] = {topic: {cid: [] for cid in whole} for topic in topics}
+    for cid, share in whole.items():
+        for mq in share:
+            parts[mq.topic][cid].append(mq)
+    return parts
 
 
 class Balance(NamedTuple):

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 
 from rocket_rebalance.commands import CommandError
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
-__all__ = ["NAMESRV_HELP", "add_connection_options", "add_strategy_options", "build_strategy"]
+__all__ = [
+    "NAMESRV_HELP",
+    "add_connection_options",
+    "add_strategy_options",
+    "build_strategies",
+    "build_strategy",
+]
 
 NAMESRV_HELP = (
     "name server: a RocketMQ list HOST:PORT[;HOST:PORT...] (RocketMQ's remoting protocol), "
@@ -22,13 +29,45 @@ def add_connection_options(parser: argparse.ArgumentParser, required: bool, what
     parser.add_argument("--token", help="nameserver_stub's shared token, when it requires one")
 
 
-# Which strategies each strategy option applies to (MACHINE_ROOM_NEARBY passes them to its inner strategy).
+_INNER_CHOICES: dict[str, tuple[str, ...]] = {
+    "MACHINE_ROOM_NEARBY": ("AVG", "CONSISTENT_HASH"),
+    "CROSS_TOPIC": ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH_BOUNDED"),
+}
+"""The wrapper strategies, with the inner strategies ``--inner`` may give each (the first is its default)."""
+
+# Which strategies each strategy option applies to. A wrapper passes an option on to its inner strategy, so an option
+# also applies to a wrapper whose inner strategy takes it.
 _OPTION_USERS = {
-    "virtual_nodes": ("CONSISTENT_HASH",),
+    "virtual_nodes": ("CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED"),
+    "eps": ("CONSISTENT_HASH_BOUNDED",),
     "idcs": ("MACHINE_ROOM",),
-    "inner": ("MACHINE_ROOM_NEARBY",),
+    "inner": tuple(_INNER_CHOICES),
     "config_queues": ("CONFIG",),
 }
+
+
+# Numeric options, passed to ``create_strategy`` as: option -> (its keyword, how to read it, what it must be).
+_NUMERIC_OPTIONS: dict[str, tuple[str, Callable[[str], float], str]] = {
+    "virtual_nodes": ("virtual_node_count", int, "a whole number"),
+    "eps": ("eps", float, "a number"),
+}
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def _number(option: str, args: argparse.Namespace) -> float | None:
+    """A numeric option's value, read here rather than by argparse so that a typo is one line, not a usage text;
+    its range is the strategy's to check (with the strategy's own message)."""
+    text = getattr(args, option)
+    if text is None:
+        return None
+    _, kind, what = _NUMERIC_OPTIONS[option]
+    try:
+        return kind(text)
+    except ValueError:
+        raise CommandError(f"{_flag(option)} must be {what}, got {text!r}") from None
 
 
 def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> None:
@@ -37,47 +76,100 @@ def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> N
         action="append" if repeatable else "store",
         choices=STRATEGY_NAMES,
         metavar="NAME",
-        help=f"allocation strategy, one of {', '.join(STRATEGY_NAMES)}"
-        + (" (repeat to compare)" if repeatable else ""),
+        help=f"allocation strategy, one of {', '.join(STRATEGY_NAMES)} (default AVG); CONSISTENT_HASH_BOUNDED and "
+        "CROSS_TOPIC exist only in this library: Java consumers cannot run them"
+        + ("; repeat to compare (each option below applies to every strategy it configures)" if repeatable else ""),
     )
-    parser.add_argument("--virtual-nodes", type=int, metavar="N", help="CONSISTENT_HASH virtual nodes (default 10)")
+    parser.add_argument(
+        "--virtual-nodes",
+        metavar="N",
+        help="virtual nodes per consumer of CONSISTENT_HASH (default 10) and CONSISTENT_HASH_BOUNDED (default 40)",
+    )
+    parser.add_argument(
+        "--eps",
+        metavar="X",
+        help="CONSISTENT_HASH_BOUNDED's slack: no consumer holds more than ceil((1 + X) * queues / consumers); "
+        "0 is perfect balance (default 0.25)",
+    )
     parser.add_argument("--idcs", metavar="ROOM,...", help="MACHINE_ROOM: the machine rooms to consume from")
-    parser.add_argument("--inner", choices=("AVG", "CONSISTENT_HASH"), help="MACHINE_ROOM_NEARBY's inner strategy")
+    inner_names = list(dict.fromkeys(name for names in _INNER_CHOICES.values() for name in names))
+    parser.add_argument(
+        "--inner",
+        choices=inner_names,
+        metavar="NAME",
+        help="the inner strategy (default AVG) of "
+        + "; of ".join(f"{wrapper}: {', '.join(names)}" for wrapper, names in _INNER_CHOICES.items()),
+    )
     parser.add_argument("--config-queues", metavar="BROKER:ID,...", help="CONFIG: the queues every consumer takes")
+
+
+def _applies(option: str, name: str, inner: str | None) -> bool:
+    users = _OPTION_USERS[option]
+    return name in users or (name in _INNER_CHOICES and (inner or _INNER_CHOICES[name][0]) in users)
+
+
+def _check_options(names: Sequence[str], args: argparse.Namespace) -> None:
+    """Every option given must configure at least one of the strategies, and ``--inner`` must suit every wrapper:
+    an option that would be silently ignored is more likely a mistake than a wish."""
+    for option, users in _OPTION_USERS.items():
+        if getattr(args, option) is not None and not any(_applies(option, name, args.inner) for name in names):
+            wrappers = [w for w, inner in _INNER_CHOICES.items() if set(inner) & set(users)]
+            also = f", also as the --inner of {', '.join(wrappers)}" if wrappers else ""
+            subject = "strategy" if len(names) == 1 else "strategies"
+            raise CommandError(
+                f"{_flag(option)} does not apply to {subject} {', '.join(names)} (it is for {', '.join(users)}{also})"
+            )
+    for name in names:
+        choices = _INNER_CHOICES.get(name, ())
+        if args.inner is not None and choices and args.inner not in choices:
+            raise CommandError(
+                f"--inner {args.inner} does not apply to strategy {name} "
+                f"(its inner strategy is one of {', '.join(choices)})"
+            )
+
+
+def build_strategies(names: Sequence[str], args: argparse.Namespace) -> list[AllocateMessageQueueStrategy]:
+    """The strategies ``names`` (side by side in a comparison), each with the command-line options that apply to it;
+    an option that applies to none of them, or an ``--inner`` a wrapper cannot take, is a :class:`CommandError`."""
+    _check_options(names, args)
+    numbers = {option: _number(option, args) for option in _NUMERIC_OPTIONS}
+
+    def configure(name: str) -> AllocateMessageQueueStrategy:
+        if name in _INNER_CHOICES:
+            return create_strategy(name, inner=configure(args.inner or _INNER_CHOICES[name][0]))
+        if name == "MACHINE_ROOM":
+            if not args.idcs:
+                raise CommandError("strategy MACHINE_ROOM needs --idcs ROOM,... (the rooms to consume from)")
+            return create_strategy(name, consumer_idcs={room.strip() for room in args.idcs.split(",")})
+        if name == "CONFIG":
+            if not args.config_queues:
+                raise CommandError("strategy CONFIG needs --config-queues BROKER:ID,...")
+            return create_strategy(name, message_queues=_config_queues(args.topic, args.config_queues))
+        options = {
+            keyword: numbers[option]
+            for option, (keyword, _, _) in _NUMERIC_OPTIONS.items()
+            if numbers[option] is not None and name in _OPTION_USERS[option]
+        }
+        return create_strategy(name, **options)
+
+    return [configure(name) for name in names]
 
 
 def build_strategy(name: str, args: argparse.Namespace) -> AllocateMessageQueueStrategy:
     """The strategy ``name`` with the command-line options that apply to it; a misplaced option is an error."""
-    inner_name = args.inner or "AVG"
-    for option, users in _OPTION_USERS.items():
-        applies = name in users or (name == "MACHINE_ROOM_NEARBY" and inner_name in users)
-        if getattr(args, option) is not None and not applies:
-            flag = "--" + option.replace("_", "-")
-            raise CommandError(f"{flag} does not apply to strategy {name} (it is for {', '.join(users)})")
-
-    def configure(strategy_name: str) -> AllocateMessageQueueStrategy:
-        if strategy_name == "CONSISTENT_HASH" and args.virtual_nodes is not None:
-            return create_strategy(strategy_name, virtual_node_count=args.virtual_nodes)
-        if strategy_name == "MACHINE_ROOM":
-            if not args.idcs:
-                raise CommandError("strategy MACHINE_ROOM needs --idcs ROOM,... (the rooms to consume from)")
-            return create_strategy(strategy_name, consumer_idcs={room.strip() for room in args.idcs.split(",")})
-        if strategy_name == "CONFIG":
-            if not args.config_queues:
-                raise CommandError("strategy CONFIG needs --config-queues BROKER:ID,...")
-            return create_strategy(strategy_name, message_queues=_config_queues(args.topic, args.config_queues))
-        if strategy_name == "MACHINE_ROOM_NEARBY":
-            return create_strategy(strategy_name, inner=configure(inner_name))
-        return create_strategy(strategy_name)
-
-    return configure(name)
+    return build_strategies([name], args)[0]
 
 
-def _config_queues(topic: str, spec: str) -> list[MessageQueue]:
+def _config_queues(topics: str | list[str], spec: str) -> list[MessageQueue]:
+    """CONFIG's queues, ``BROKER:QUEUE_ID`` items of the one topic given (``-t`` may be repeatable)."""
+    if isinstance(topics, list):
+        if len(topics) != 1:
+            raise CommandError("strategy CONFIG takes one -t TOPIC: its --config-queues name queues of that topic")
+        topics = topics[0]
     queues = []
     for item in spec.split(","):
         broker, _, queue_id = item.strip().rpartition(":")
         if not broker or not queue_id.isdigit():
             raise CommandError(f"--config-queues item {item!r} is not BROKER:QUEUE_ID")
-        queues.append(MessageQueue(topic, broker, int(queue_id)))
+        queues.append(MessageQueue(topics, broker, int(queue_id)))
     return queues

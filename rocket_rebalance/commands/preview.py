@@ -1,4 +1,11 @@
-"""``allocate-mq`` (who will own what) and ``simulate`` (what a change will move), for operators."""
+"""``allocate-mq`` (who will own what) and ``simulate`` (what a change will move), for operators.
+
+Both take one topic or several (``-t`` repeated, with a route each): several topics are planned the way the group's
+consumers plan them (:func:`rocket_rebalance.whatif.plan_topics`: each on its own, or all in one call for a strategy
+that spans topics) and loads are shown per consumer over all of them, which is where balancing each topic on its
+own shows its skew. A strategy Java consumers cannot run gets a note in the output (not an error: previewing it is
+what one does before choosing it).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +13,21 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rocket_rebalance.commands import CommandError, printable
-from rocket_rebalance.commands.options import NAMESRV_HELP, add_connection_options, add_strategy_options, build_strategy
-from rocket_rebalance.model import MAX_GROUP_MEMBERS
+from rocket_rebalance.commands.options import (
+    NAMESRV_HELP,
+    add_connection_options,
+    add_strategy_options,
+    build_strategies,
+    build_strategy,
+)
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue
 from rocket_rebalance.mqadmin import (
+    MQADMIN_GROUP,
     allocate_mq,
     mqadmin_allocate_mq,
     parse_id_list,
@@ -20,27 +36,69 @@ from rocket_rebalance.mqadmin import (
 )
 from rocket_rebalance.plan import Plan
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.whatif import Change, Outcome, simulate
+from rocket_rebalance.strategies import AllocateMessageQueueStrategy, java_compatible
+from rocket_rebalance.whatif import Change, Outcome, TopicPlans, over_topics, plan_topics, simulate
 
 __all__ = ["register"]
 
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-t", "--topic", required=True, help="topic to preview")
-    add_connection_options(parser, required=False, what=f"read the route (and members) from this {NAMESRV_HELP}")
-    parser.add_argument("--route", type=Path, metavar="FILE", help="read the route from a TopicRouteData JSON file")
+    parser.add_argument(
+        "-t",
+        "--topic",
+        required=True,
+        action="append",
+        metavar="TOPIC",
+        help="topic to plan; repeat for every topic the group subscribes to (its %%RETRY%% topic too): CROSS_TOPIC "
+        "plans them all in one call, other strategies each on its own, and loads are shown over all of them",
+    )
+    add_connection_options(parser, required=False, what=f"read the routes (and members) from this {NAMESRV_HELP}")
+    parser.add_argument(
+        "--route",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="read the route from a TopicRouteData JSON file: one per -t, in the same order, or one for every topic",
+    )
     parser.add_argument("-g", "--group", default="", help="consumer group (passed to the strategy)")
 
 
-def load_route(args: argparse.Namespace) -> TopicRoute:
-    """The topic's route from ``--route FILE`` or, with ``-n``, from the name server."""
-    if (args.route is None) == (args.namesrv is None):
+def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
+    """Each topic's route, from ``--route FILE`` (one per topic, or one shared by all) or from the name server."""
+    topics: list[str] = args.topic
+    repeated = sorted(topic for topic, count in Counter(topics).items() if count > 1)
+    if repeated:
+        raise CommandError(f"topic given more than once: {', '.join(repeated)}")
+    files: list[Path] = args.route or []
+    if bool(files) == (args.namesrv is not None):
         raise CommandError("give the route source: either -n ADDRESS or --route FILE")
-    if args.route is not None:
-        return TopicRoute.from_json(args.topic, args.route.read_text(encoding="utf-8"), str(args.route))
+    if files:
+        if len(files) not in (1, len(topics)):
+            raise CommandError(
+                f"{len(topics)} topics and {len(files)} route files: give one --route per -t, in the same order, "
+                "or one for every topic"
+            )
+        paths = files * len(topics) if len(files) == 1 else files
+        return [
+            TopicRoute.from_json(topic, path.read_text(encoding="utf-8"), str(path))
+            for topic, path in zip(topics, paths, strict=True)
+        ]
     from rocket_rebalance.runtime.admin import fetch_route  # a wire is loaded only for a server
 
-    return fetch_route(args.namesrv, args.topic, token=args.token)
+    return [fetch_route(args.namesrv, topic, token=args.token) for topic in topics]
+
+
+def java_note(strategies: Sequence[AllocateMessageQueueStrategy]) -> str | None:
+    """What to tell about the strategies Java consumers cannot run (``None`` when they all can): a group that uses
+    one must be all Python consumers, or Java members split their topics another way."""
+    own = list(dict.fromkeys(strategy.name for strategy in strategies if not java_compatible(strategy)))
+    if not own:
+        return None
+    it, verb = ("it", "is") if len(own) == 1 else ("them", "are")
+    return (
+        f"{', '.join(own)} {verb} this library's own: Java consumers cannot run {it}, so a group using {it} must "
+        "have no Java consumer"
+    )
 
 
 def _checked_members(client_ids: list[str]) -> list[str]:
@@ -58,11 +116,11 @@ def _checked_members(client_ids: list[str]) -> list[str]:
     return client_ids
 
 
-def _warn_unowned(route: TopicRoute, result: Plan) -> None:
-    queues = len(set(route.subscribe_queues()))
-    owned = len({mq for owned in result.values() for mq in owned})
-    if owned < queues:
-        print(f"rocket-rebalance: warning: {queues - owned} of {queues} queues are owned by nobody", file=sys.stderr)
+def _warn_unowned(queues: Mapping[str, Sequence[MessageQueue]], plans: TopicPlans) -> None:
+    total = sum(len(set(topic_queues)) for topic_queues in queues.values())
+    owned = len({mq for topic_plan in plans.values() for share in topic_plan.values() for mq in share})
+    if owned < total:
+        print(f"rocket-rebalance: warning: {total - owned} of {total} queues are owned by nobody", file=sys.stderr)
 
 
 def _print_table(result: Plan) -> None:
@@ -75,29 +133,74 @@ def _print_table(result: Plan) -> None:
     print(f"{len(result)} consumers, {sum(len(q) for q in result.values())} queues assigned")
 
 
+def _print_topic_table(plans: TopicPlans) -> None:
+    """Several topics: each consumer's queue count per topic and its total, the balance the topics add up to."""
+    totals = over_topics(plans)
+    names = {cid: printable(cid) for cid in totals}
+    width = max([len("consumer"), *(len(name) for name in names.values())])
+    titles = {topic: printable(topic) for topic in plans}
+    widths = {topic: max(6, len(title)) for topic, title in titles.items()}
+    print(f"{'consumer':<{width}}  " + "  ".join(f"{titles[t]:>{widths[t]}}" for t in plans) + "   total")
+    for cid, queues in totals.items():
+        counts = "  ".join(f"{len(plans[t].get(cid, ())):>{widths[t]}}" for t in plans)
+        print(f"{names[cid]:<{width}}  {counts}  {len(queues):>6}")
+    loads = [len(queues) for queues in totals.values()]
+    print(
+        f"{len(totals)} consumers, {sum(loads)} queues assigned over {len(plans)} topics; "
+        f"totals {min(loads)} to {max(loads)}"
+    )
+
+
+def _mqadmin_order(args: argparse.Namespace, routes: Sequence[TopicRoute]) -> Plan:
+    """What mqadmin prints for one topic, with a note on stderr for the IDs real consumers would give other queues."""
+    if len(routes) > 1:
+        raise CommandError("--mqadmin-order reproduces mqadmin allocateMQ, which takes one topic")
+    if args.strategy not in (None, "AVG"):
+        raise CommandError("--mqadmin-order reproduces mqadmin, which only knows AVG")
+    (route,) = routes
+    ids = _checked_members(parse_mqadmin_id_list(args.ip_list))
+    result = mqadmin_allocate_mq(route, ids)
+    real = allocate_mq(route, ids, group=args.group)
+    differing = [cid for cid in result if set(result[cid]) != set(real.get(cid, ()))]
+    if differing:
+        print(
+            f"rocket-rebalance: note: consumers with these IDs would really own other queues than mqadmin "
+            f"shows, for {', '.join(differing)} (run without --mqadmin-order to see theirs)",
+            file=sys.stderr,
+        )
+    return result
+
+
 def _run_allocate_mq(args: argparse.Namespace) -> int:
-    route = load_route(args)
+    routes = load_routes(args)
+    queues = {route.topic: route.subscribe_queues() for route in routes}
+    empty = [topic for topic, topic_queues in queues.items() if not topic_queues]
+    if empty:
+        raise CommandError(f"topic {empty[0]} has no readable queue")
+    note = None
     if args.mqadmin_order:
-        if args.strategy not in (None, "AVG"):
-            raise CommandError("--mqadmin-order reproduces mqadmin, which only knows AVG")
-        ids = _checked_members(parse_mqadmin_id_list(args.ip_list))
-        result = mqadmin_allocate_mq(route, ids)
-        real = allocate_mq(route, ids, group=args.group)
-        differing = [cid for cid in result if set(result[cid]) != set(real.get(cid, ()))]
-        if differing:
-            print(
-                f"rocket-rebalance: note: consumers with these IDs would really own other queues than mqadmin "
-                f"shows, for {', '.join(differing)} (run without --mqadmin-order to see theirs)",
-                file=sys.stderr,
-            )
+        plans = {routes[0].topic: _mqadmin_order(args, routes)}
     else:
         strategy = build_strategy(args.strategy or "AVG", args)
-        result = allocate_mq(route, _checked_members(parse_id_list(args.ip_list)), strategy, args.group)
-    _warn_unowned(route, result)
+        members = _checked_members(parse_id_list(args.ip_list))
+        plans = plan_topics(strategy, args.group or MQADMIN_GROUP, queues, members)
+        note = java_note([strategy])
+    _warn_unowned(queues, plans)
     if args.format == "table":
-        _print_table(result)
-    else:
-        print(to_mqadmin_json(result))
+        if len(plans) == 1:
+            _print_table(next(iter(plans.values())))
+        else:
+            _print_topic_table(plans)
+        if note:
+            print(f"note: {note}")
+        return 0
+    merged = over_topics(plans)
+    extra: dict[str, Any] = {}
+    if len(plans) > 1:
+        extra["totals"] = {cid: len(share) for cid, share in merged.items()}
+    if note:
+        extra.update(javaCompatible=False, note=note)
+    print(to_mqadmin_json(merged, extra))
     return 0
 
 
@@ -118,14 +221,16 @@ def _read_members(args: argparse.Namespace) -> list[str]:
     if args.namesrv is not None and args.group:
         from rocket_rebalance.runtime.admin import fetch_members
 
-        return fetch_members(args.namesrv, args.topic, args.group, token=args.token)
+        return fetch_members(args.namesrv, args.topic[0], args.group, token=args.token)  # one list for all topics
     raise CommandError("give the members: -i ID,..., --members FILE, or -n ADDRESS with -g GROUP")
 
 
-def _describe(outcome: Outcome, topic: str) -> list[str]:
+def _describe(outcome: Outcome, topics: Sequence[str]) -> list[str]:
     before, after = outcome.balance_before, outcome.balance_after
+    where = topics[0] if len(topics) == 1 else f"{len(topics)} topics ({', '.join(topics)})"
+    totals = "" if len(topics) == 1 else "; queues per consumer over all the topics"
     lines = [
-        f"{outcome.strategy}: {topic}, {before.consumers} -> {after.consumers} consumers",
+        f"{outcome.strategy}: {printable(where)}, {before.consumers} -> {after.consumers} consumers{totals}",
         f"  {'consumer':<40} {'before':>6} {'after':>6}",
     ]
     for cid in dict.fromkeys([*outcome.before, *outcome.after]):
@@ -146,15 +251,20 @@ def _describe(outcome: Outcome, topic: str) -> list[str]:
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
-    route = load_route(args)
+    routes = load_routes(args)
     members = _checked_members(_read_members(args))
     change = Change(tuple(args.join), tuple(args.leave), tuple(args.broker_down))
-    strategies = [build_strategy(name, args) for name in (args.strategy or ["AVG"])]
-    outcomes = simulate(strategies, args.group or "simulated_group", route, members, change, args.split_view)
+    strategies = build_strategies(args.strategy or ["AVG"], args)
+    outcomes = simulate(strategies, args.group or "simulated_group", routes, members, change, args.split_view)
+    topics = [route.topic for route in routes]
+    note = java_note(strategies)
     if args.json:
-        print(json.dumps({"topic": args.topic, "outcomes": [o.to_dict() for o in outcomes]}, ensure_ascii=False))
+        single = {"topic": topics[0]} if len(topics) == 1 else {}  # the shape from before several topics were taken
+        document = {**single, "topics": topics, "outcomes": [o.to_dict() for o in outcomes], "note": note}
+        print(json.dumps(document, ensure_ascii=False))
     else:
-        print("\n\n".join("\n".join(_describe(outcome, args.topic)) for outcome in outcomes))
+        blocks = ["\n".join(_describe(outcome, topics)) for outcome in outcomes]
+        print("\n\n".join([*blocks, *([f"note: {note}"] if note else [])]))
     return 0
 
 
@@ -162,7 +272,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     allocate = subparsers.add_parser(
         "allocate-mq",
         help="who will own which queue (mqadmin allocateMQ, computed the way consumers compute it)",
-        description="Print each client ID's queues as real consumers would compute them (sorted input, any strategy).",
+        description="Print each client ID's queues as real consumers would compute them (sorted input, any strategy). "
+        "With several topics (-t repeated) the queues of all of them are planned as the group's consumers plan them, "
+        "and --format table shows each consumer's count per topic and its total; JSON adds the totals.",
     )
     _add_source_options(allocate)
     allocate.add_argument("-i", "--ipList", dest="ip_list", required=True, metavar="ID,...", help="client IDs")
@@ -176,7 +288,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim = subparsers.add_parser(
         "simulate",
         help="what a join, leave, broker outage or strategy switch will move",
-        description="Plan one group's topic before and after a change, per strategy.",
+        description="Plan one group's topics before and after a change, per strategy (repeat --strategy to compare). "
+        "With several topics (-t repeated), each consumer's queues, the balance and the moves are over all of them, "
+        "so the skew that planning each topic on its own leaves is seen beside CROSS_TOPIC, which removes it.",
     )
     _add_source_options(sim)
     sim.add_argument("-i", "--ipList", dest="ip_list", metavar="ID,...", help="current members")

@@ -3,9 +3,10 @@
 Realistic means what makes the analysis interesting: group sizes skewed (most groups have a handful of consumers,
 a few have hundreds), several topics per group plus the retry topic ``%RETRY%<group>`` of clustering groups (one
 queue per broker, as brokers create it), client IDs in the Java client's shapes (``ip@pid#nanotime``, some with a
-unit name), a mix of strategies and message models, brokers in machine rooms for the room-aware strategies, lag
-on the offsets, and a few split views (a consumer that has not yet seen the newest member). Deterministic for a
-seed; plain Python and pyarrow, no Spark.
+unit name), a mix of strategies (this library's own CONSISTENT_HASH_BOUNDED and CROSS_TOPIC in about 3% of the
+groups each) and message models, brokers in machine rooms for the room-aware strategies, lag on the offsets, and a
+few split views (a consumer that has not yet seen the newest member). Deterministic for a seed; plain Python and
+pyarrow, no Spark.
 
 With ``observed``, every consumer also reports what it holds (the ``observed`` table, and ``reported``, ``strategy``
 and ``language`` on ``members``), as a live-cluster collector would record it: exactly the plan on the true member
@@ -24,8 +25,8 @@ from typing import Any
 
 from rocket_rebalance.model import MessageQueue, retry_topic, sort_client_ids
 from rocket_rebalance.pipeline.settings import parse_strategy
-from rocket_rebalance.pipeline.sides import topic_queues
-from rocket_rebalance.plan import plan
+from rocket_rebalance.pipeline.sides import ViewPlans, topic_queues
+from rocket_rebalance.strategies import java_compatible
 
 __all__ = ["MARKER", "generate_fleet", "write_fleet"]
 
@@ -63,20 +64,18 @@ FAULTS = ("move", "drop", "duplicate", "unreported")
 def _holdings(
     group: str, strategy: str, options: str | None, model: str, ids: list[str], routes: list[Row]
 ) -> dict[str, list[MessageQueue]]:
-    """What each consumer holds when all is well: the group's plan on its true member list, over every topic."""
+    """What each consumer holds when all is well: the group's plan on its true member list, over every topic
+    (planned as the analysis plans it, all topics together for a strategy that spans them)."""
     held: dict[str, list[MessageQueue]] = {cid: [] for cid in ids}
     by_topic: dict[str, list[Row]] = {}
     for route in routes:
         by_topic.setdefault(route["topic"], []).append(route)
-    for topic, rows in by_topic.items():
-        queues = topic_queues(topic, rows)
-        if model == "BROADCASTING":
-            shares = {cid: list(queues) for cid in ids}
-        else:
-            try:
-                shares = plan(parse_strategy(strategy, options), group, queues, sort_client_ids(ids))
-            except (ValueError, TypeError):  # the analysis reports the strategy's refusal; nobody holds anything
-                continue
+    queues = {topic: topic_queues(topic, rows) for topic, rows in by_topic.items()}
+    plans = ViewPlans(parse_strategy(strategy, options), group, queues)
+    members = tuple(sort_client_ids(ids))
+    for topic, topic_queue_list in queues.items():
+        # a strategy's refusal plans to nobody (the analysis reports it): nobody holds anything of the topic
+        shares = {cid: list(topic_queue_list) for cid in ids} if model == "BROADCASTING" else plans(members, topic)
         for cid, share in shares.items():
             held[cid].extend(share)
     return held
@@ -156,6 +155,12 @@ def generate_fleet(
             name, brokers, _ = chosen[0]
             options = {"message_queues": [{"topic": name, "brokerName": brokers[0], "queueId": q} for q in range(2)]}
             strategy = "CONFIG"
+        # this library's own strategies; their options come from the same draw, so the random stream (and so every
+        # other group of a seed) stays what it was before they were added
+        elif pick < 0.29:
+            strategy, options = "CONSISTENT_HASH_BOUNDED", ({"eps": 0} if pick < 0.275 else None)
+        elif pick < 0.32:
+            strategy, options = "CROSS_TOPIC", ({"inner": "CONSISTENT_HASH_BOUNDED"} if pick < 0.305 else None)
         yield (
             "groups",
             {
@@ -191,7 +196,9 @@ def generate_fleet(
             options_text = json.dumps(options, sort_keys=True) if options else None
             held = _holdings(group, strategy, options_text, model, ids, group_routes)
             silent, held_rows = _observed_rows(group, ids, held, faults, fault_rate)
-            reports = {"strategy": parse_strategy(strategy, options_text).name, "language": "JAVA"}
+            configured = parse_strategy(strategy, options_text)
+            language = "JAVA" if java_compatible(configured) else "PYTHON"  # Java cannot run this library's own
+            reports = {"strategy": configured.name, "language": language}
         for position, cid in enumerate(ids):
             view = old_view if stale and position < len(ids) // 2 else None
             member: Row = {"group": group, "client_id": cid, "view": view}

@@ -12,8 +12,8 @@ from typing import Any
 from rocket_rebalance.model import MessageQueue, java_string_key
 from rocket_rebalance.pipeline.rows import ComparisonRow, MovedQueueRow, MovementRow, Tables
 from rocket_rebalance.pipeline.settings import BROADCASTING, COMPARED_STRATEGIES, parse_strategy
-from rocket_rebalance.pipeline.sides import Side
-from rocket_rebalance.plan import Movement, Plan, balance, movement, plan
+from rocket_rebalance.pipeline.sides import Side, ViewPlans
+from rocket_rebalance.plan import Movement, Plan, balance, movement
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy
 
 __all__ = ["Moves", "Offsets", "compare_sides", "comparison", "exposure", "offsets_from_rows", "queue_set"]
@@ -113,20 +113,33 @@ def compare_sides(before: Side, after: Side, moves: Moves, out: Tables) -> tuple
     return totals[0], totals[1], totals[2], totals[3]
 
 
-def _true_plan(strategy: AllocateMessageQueueStrategy, group: str, side: Side, topic: str) -> Plan:
-    """The plan of ``topic`` on the side's true member list under ``strategy`` (reused when it is the side's own)."""
-    if strategy is side.strategy and topic in side.true_plans:
-        if topic in side.true_errors:
-            raise ValueError(side.true_errors[topic])
-        return side.true_plans[topic]
+def _true_plans(strategy: AllocateMessageQueueStrategy, group: str, side: Side) -> ViewPlans:
+    """The plans of ``strategy`` over the side's topics (the side's own, already made, when it is its strategy)."""
+    if strategy is side.strategy and side.plans is not None:
+        return side.plans
+    return ViewPlans(strategy, group, {topic: data.mq_all for topic, data in side.inputs.items()})
+
+
+def _true_plan(plans: ViewPlans, side: Side, topic: str) -> Plan:
+    """The plan of ``topic`` on the side's true member list; the strategy's refusal raises ``ValueError``."""
     data = side.inputs.get(topic)
-    if data is None or not data.mq_all or not data.cid_all:
+    if data is None or not data.cid_all:
         return {}
-    return plan(strategy, group, data.mq_all, data.cid_all)
+    return plans.checked(data.cid_all, topic)
+
+
+def _max_skew(totals: Mapping[str, int]) -> float:
+    """The busiest consumer's queues over all topics against the group's mean (the skew table's measure)."""
+    mean = sum(totals.values()) / len(totals) if totals else 0.0
+    return max(totals.values()) / mean if mean else 1.0  # no queue held: no skew, as the skew table says
 
 
 def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables) -> None:
-    """The same membership and route change under each compared strategy and the group's current one."""
+    """The same membership and route change under each compared strategy and the group's current one.
+
+    Each topic's figures come from the plans the group's consumers would make (all topics in one call for a
+    strategy that spans them); ``max_skew`` is over the topics together, which is what such a strategy balances.
+    """
     if BROADCASTING in (before.model, after.model) or before.strategy is None or after.strategy is None:
         return
     candidates: list[tuple[str, bool, AllocateMessageQueueStrategy, AllocateMessageQueueStrategy]] = [
@@ -138,13 +151,15 @@ def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables)
     for label, current, old_strategy, new_strategy in candidates:
         pair = (id(old_strategy), id(new_strategy))
         if pair not in done:  # else the group's current strategy is one of the compared ones: same figures
+            old_plans, new_plans = _true_plans(old_strategy, group, before), _true_plans(new_strategy, group, after)
             queues = moved = minimum = exposed_total = 0
             worst = 1.0
             failed = False
+            totals: dict[str, int] = {}
             for topic in topics:
                 try:
-                    old = _true_plan(old_strategy, group, before, topic)
-                    new = _true_plan(new_strategy, group, after, topic)
+                    old = _true_plan(old_plans, before, topic)
+                    new = _true_plan(new_plans, after, topic)
                 except (ValueError, TypeError):
                     failed = True
                     continue
@@ -154,12 +169,15 @@ def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables)
                 minimum += change.minimum
                 exposed_total += exposed
                 worst = max(worst, balance(new).max_over_avg)
+                for cid, share in new.items():
+                    totals[cid] = totals.get(cid, 0) + len(share)
             done[pair] = {
                 "queues": queues,
                 "moved": moved,
                 "minimum": minimum,
                 "moved_share": moved / queues if queues else 0.0,
                 "max_over_avg": worst,
+                "max_skew": _max_skew(totals),
                 "exposure": exposed_total,
                 "failed": failed,
             }

@@ -96,6 +96,7 @@ class ComparisonRow(NamedTuple):
     minimum: int
     moved_share: float
     max_over_avg: float
+    max_skew: float
     exposure: int
     failed: bool
 

@@ -306,6 +306,7 @@ OUTPUT_TABLES: dict[str, list[pa.Field]] = {
         ("minimum", _int),
         ("moved_share", _dbl),
         ("max_over_avg", _dbl),
+        ("max_skew", _dbl),
         ("exposure", _long),
         ("failed", pa.bool_()),
     ),

@@ -13,8 +13,9 @@ CLUSTERING = MessageModel.CLUSTERING.value
 BROADCASTING = MessageModel.BROADCASTING.value
 MESSAGE_MODELS = (CLUSTERING, BROADCASTING)
 
-COMPARED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
-"""Strategies every clustering group is compared under (default options), beside its own current strategy."""
+COMPARED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC")
+"""Strategies every clustering group is compared under (default options), beside its own current strategy.
+CROSS_TOPIC (inner AVG) plans all the group's topics together; its rows are still per topic, cut from that plan."""
 
 _strategy_cache: dict[tuple[str, str], AllocateMessageQueueStrategy] = {}
 
@@ -22,8 +23,10 @@ _strategy_cache: dict[tuple[str, str], AllocateMessageQueueStrategy] = {}
 def parse_strategy(name: str | None, options: str | None) -> AllocateMessageQueueStrategy:
     """The configured strategy of a group; ``options`` is a JSON object of ``create_strategy`` options.
 
-    ``message_queues`` (CONFIG) is a list of ``{"topic", "brokerName", "queueId"}`` objects. Strategies are cached
-    per (name, options): a CONSISTENT_HASH strategy keeps its rings, which thousands of groups share.
+    ``message_queues`` (CONFIG) is a list of ``{"topic", "brokerName", "queueId"}`` objects, ``consumer_idcs``
+    (MACHINE_ROOM) a list of rooms, and ``inner`` (MACHINE_ROOM_NEARBY, CROSS_TOPIC) a strategy name or, for an
+    inner strategy with options of its own, ``{"strategy": NAME, "options": {...}}``. Strategies are cached per
+    (name, options): a CONSISTENT_HASH strategy keeps its rings, which thousands of groups share.
     """
     key = (name or "", options or "")
     cached = _strategy_cache.get(key)
@@ -33,16 +36,33 @@ def parse_strategy(name: str | None, options: str | None) -> AllocateMessageQueu
         raise ValueError("strategy is missing")
     try:
         parsed = json.loads(options) if options else {}
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deep for the parser
         raise ValueError(f"options are not JSON: {error}") from None
-    if not isinstance(parsed, dict):
-        raise ValueError("options must be a JSON object")
-    if "message_queues" in parsed and parsed["message_queues"] is not None:
-        parsed["message_queues"] = [MessageQueue.from_dict(item) for item in parsed["message_queues"]]
-    if "consumer_idcs" in parsed and isinstance(parsed["consumer_idcs"], list):
-        parsed["consumer_idcs"] = set(parsed["consumer_idcs"])
-    strategy = create_strategy(name, **parsed)
+    strategy = _create(name, parsed)
     if len(_strategy_cache) > 4096:
         _strategy_cache.clear()
     _strategy_cache[key] = strategy
     return strategy
+
+
+MAX_INNER_DEPTH = 2
+"""How deep inner strategies may nest in options (a wrapper in a wrapper); deeper is refused, not recursed into."""
+
+
+def _create(name: str, options: object, depth: int = 0) -> AllocateMessageQueueStrategy:
+    """``create_strategy`` with options in their JSON shapes (see :func:`parse_strategy`)."""
+    if not isinstance(options, dict):
+        raise ValueError("options must be a JSON object")
+    options = dict(options)
+    if options.get("message_queues") is not None:
+        options["message_queues"] = [MessageQueue.from_dict(item) for item in options["message_queues"]]
+    if isinstance(options.get("consumer_idcs"), list):
+        options["consumer_idcs"] = set(options["consumer_idcs"])
+    inner = options.get("inner")
+    if isinstance(inner, dict):
+        if depth >= MAX_INNER_DEPTH:
+            raise ValueError(f"inner strategies nest at most {MAX_INNER_DEPTH} deep")
+        if not isinstance(inner.get("strategy"), str) or set(inner) - {"strategy", "options"}:
+            raise ValueError('inner must be a strategy name or {"strategy": NAME, "options": {...}}')
+        options["inner"] = _create(inner["strategy"], inner.get("options") or {}, depth + 1)
+    return create_strategy(name, **options)

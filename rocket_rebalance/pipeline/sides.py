@@ -1,9 +1,11 @@
 """One side (before or after) of one group: what each consumer takes from its own view, and what goes wrong.
 
 The steps, in order: check the group's settings (:func:`_check_settings`), drop members of a group with no
-subscription, resolve views given by digest, then per subscribed topic expand the route into the queues a consumer
-sees (the route model's :class:`~rocket_rebalance.route.TopicRoute`), plan every distinct view once, and report
-the queues with no owner or two, and the consumers left idle; finally each consumer's skew over all topics.
+subscription, resolve views given by digest, expand each subscribed topic's route into the queues a consumer sees
+(the route model's :class:`~rocket_rebalance.route.TopicRoute`), then per topic plan every distinct view once
+(:class:`ViewPlans`: for a strategy that spans topics, CROSS_TOPIC, every topic's queues in one call, as its
+consumers plan) and report the queues with no owner or two, and the consumers left idle; finally each consumer's
+skew over all topics.
 The returned :class:`Side` keeps what movement and the strategy comparison need, so nothing is planned twice.
 """
 
@@ -28,11 +30,19 @@ from rocket_rebalance.model import (
 from rocket_rebalance.pipeline.rows import AssignmentRow, BalanceRow, RejectedRow, SkewRow, Tables, ViolationRow
 from rocket_rebalance.pipeline.settings import BROADCASTING, CLUSTERING, MESSAGE_MODELS, parse_strategy
 from rocket_rebalance.pipeline.views import resolve_views
-from rocket_rebalance.plan import Plan, balance, plan
+from rocket_rebalance.plan import Plan, balance, by_topic, plan
 from rocket_rebalance.route import QueueData, RouteError, TopicRoute
-from rocket_rebalance.strategies import AllocateMessageQueueStrategy
+from rocket_rebalance.strategies import AllocateMessageQueueStrategy, spans_topics
 
-__all__ = ["DEFAULT_PERM", "MORE_CONSUMERS_THAN_QUEUES", "Data", "Side", "analyze_side", "topic_queues"]
+__all__ = [
+    "DEFAULT_PERM",
+    "MORE_CONSUMERS_THAN_QUEUES",
+    "Data",
+    "Side",
+    "ViewPlans",
+    "analyze_side",
+    "topic_queues",
+]
 
 MORE_CONSUMERS_THAN_QUEUES = "more consumers than queues"
 """The reason of an idle consumer that no strategy could give a queue (an audit expects it on retry topics)."""
@@ -61,6 +71,7 @@ class Side:
     queues: int = 0
     true_plans: dict[str, Plan] = field(default_factory=dict)  # per topic: the plan on the true member list
     true_errors: dict[str, str] = field(default_factory=dict)
+    plans: ViewPlans | None = None  # every member list planned so far under the side's strategy (clustering)
 
 
 def _row_json(row: Mapping[str, Any]) -> str:
@@ -153,38 +164,67 @@ def _violation_reason(side: Side, owners_now: list[str], true_count: int, plan_e
     return "the strategy gives the queue to no consumer"
 
 
-class _ViewPlans:
-    """Each distinct member list planned once (as :func:`rocket_rebalance.plan.split_view` does).
+class ViewPlans:
+    """Each distinct member list planned once per topic (as :func:`rocket_rebalance.plan.split_view` does), the way
+    the group's consumers plan: each topic on its own, or, for a strategy that spans topics (CROSS_TOPIC), the
+    queues of all the topics in ``queues`` in one call, each topic's plan cut out of the answer.
 
-    A list the strategy refuses (Java throws and the consumer keeps nothing new) plans to nobody; the error is kept.
+    A list the strategy refuses (Java throws and the consumer keeps nothing new) plans to nobody; the error is kept
+    for every topic of the refused call. ``queues`` are each topic's queues, sorted as the rebalance sorts them.
     """
 
-    def __init__(self, strategy: AllocateMessageQueueStrategy, group: str, mq_all: Sequence[MessageQueue]) -> None:
-        self.strategy, self.group, self.mq_all = strategy, group, mq_all
-        self.plans: dict[tuple[str, ...], Plan] = {}
-        self.errors: dict[tuple[str, ...], str] = {}
+    def __init__(
+        self, strategy: AllocateMessageQueueStrategy, group: str, queues: Mapping[str, Sequence[MessageQueue]]
+    ) -> None:
+        self.strategy, self.group, self.queues = strategy, group, queues
+        self.spans = spans_topics(strategy)
+        self.plans: dict[tuple[tuple[str, ...], str], Plan] = {}
+        self.errors: dict[tuple[tuple[str, ...], str], str] = {}
 
-    def __call__(self, key: tuple[str, ...]) -> Plan:
-        found = self.plans.get(key)
+    def __call__(self, key: tuple[str, ...], topic: str) -> Plan:
+        found = self.plans.get((key, topic))
         if found is None:
-            found = {}
-            if key:
-                try:
-                    found = plan(self.strategy, self.group, self.mq_all, key)
-                except (ValueError, TypeError) as error:
-                    self.errors[key] = str(error)
-            self.plans[key] = found
+            self._plan(key, list(self.queues) if self.spans else [topic])
+            found = self.plans[(key, topic)]
         return found
+
+    def checked(self, key: tuple[str, ...], topic: str) -> Plan:
+        """The plan of ``topic`` on the list ``key``; the strategy's refusal raised as ``ValueError``."""
+        found = self(key, topic)
+        error = self.errors.get((key, topic))
+        if error is not None:
+            raise ValueError(error)
+        return found
+
+    def _plan(self, key: tuple[str, ...], topics: list[str]) -> None:
+        if len(topics) == 1:
+            mq_all = self.queues[topics[0]]
+        else:  # sorted topics of sorted queues: one sorted list, as the consumers' own sort makes it
+            ordered = sorted(topics, key=java_string_key)
+            mq_all = QueueList.trusted(chain.from_iterable(self.queues[topic] for topic in ordered))
+        whole: Plan = {}
+        if key:
+            try:
+                whole = plan(self.strategy, self.group, mq_all, key)
+            except (ValueError, TypeError) as error:
+                self.errors.update({(key, topic): str(error) for topic in topics})
+        for topic, part in by_topic(whole, topics).items():
+            self.plans[(key, topic)] = part
 
 
 # ---- the side --------------------------------------------------------------------------------------------------
 
 
 class _SideWork:
-    """The state one side's topics share: the members (views resolved), their multiplicity and skew totals."""
+    """The state one side's topics share: the members (views resolved), their multiplicity, skew totals, and the
+    plans of every member list (over all the topics that have queues, for a strategy that spans topics)."""
 
-    def __init__(self, group: str, side: Side, members: list[dict[str, Any]], out: Tables) -> None:
+    def __init__(
+        self, group: str, side: Side, members: list[dict[str, Any]], out: Tables, queues: Mapping[str, QueueList]
+    ) -> None:
         self.group, self.side, self.members, self.out = group, side, members, out
+        assert side.strategy is not None
+        self.plans = side.plans = ViewPlans(side.strategy, group, queues)
         self.multiplicity = Counter(side.members)
         self.member_input = prepare_rebalance_input((), side.members, warn=False)  # the same list for every topic
         self.skew_totals: dict[str, int] = dict.fromkeys(side.members, 0)
@@ -216,15 +256,13 @@ class _SideWork:
         if side.model == BROADCASTING:
             self.broadcast(topic, mq_all)
             return
-        assert side.strategy is not None
         true_key = true_input.cid_all  # a ClientIdList: its items were checked once, plans skip the rescan
-        plan_of = _ViewPlans(side.strategy, self.group, mq_all)
-        true_plan = plan_of(true_key)
-        plan_error = plan_of.errors.get(true_key) if side.members else None
+        true_plan = self.plans(true_key, topic)
+        plan_error = self.plans.errors.get((true_key, topic)) if side.members else None
         side.true_plans[topic] = true_plan
         if plan_error is not None:
             side.true_errors[topic] = plan_error
-        held, effective, split = self.held(topic, plan_of, true_key)
+        held, effective, split = self.held(topic, true_key)
         if not split and plan_error is None:
             effective = true_plan  # everyone planned on the true list: the same shares, and one object to compare
         side.shares[topic] = effective
@@ -244,9 +282,7 @@ class _SideWork:
         self.side.shares[topic] = shares
         self.balance_row(topic, shares)
 
-    def held(
-        self, topic: str, plan_of: _ViewPlans, true_key: ClientIdList
-    ) -> tuple[list[tuple[str, list[MessageQueue]]], Plan, bool]:
+    def held(self, topic: str, true_key: ClientIdList) -> tuple[list[tuple[str, list[MessageQueue]]], Plan, bool]:
         """What each consumer process takes from its own view, in member order; the effective plan; whether any
         consumer planned on a list of its own (a split view)."""
         held: list[tuple[str, list[MessageQueue]]] = []
@@ -263,7 +299,7 @@ class _SideWork:
                 key = view_keys.get(raw) or view_keys.setdefault(
                     raw, prepare_rebalance_input((), raw, warn=False).cid_all
                 )
-            share = plan_of(key).get(cid, [])
+            share = self.plans(key, topic).get(cid, [])
             effective.setdefault(cid, share)
             held.append((cid, share))
             self.assign(topic, share, cid)
@@ -379,28 +415,44 @@ def analyze_side(group: str, name: str, data: Data | None, out: Tables, known: S
     side.ok = True
     side.members = [m["client_id"] for m in members]
     members, unknown = resolve_views(members, side.members, known)
-    work = _SideWork(group, side, members, out)
+    queues, skipped = _side_queues(topics, data)
+    work = _SideWork(group, side, members, out, queues)
     work.unknown = unknown
     for cid, digest in unknown.items():
         why = f"its member list (digest {digest}) matches no list known for the group: its share cannot be computed"
         work.violation(
             topic=None, broker=None, queue_id=None, kind="unknown_view", owners=[], client_id=cid, reason=why
         )
+    for topic in topics:
+        if topic in queues:
+            work.topic(topic, queues[topic])
+        else:
+            work.violation(
+                topic=topic, broker=None, queue_id=None, kind="no_route", owners=[], client_id=None,
+                reason=skipped[topic],
+            )  # fmt: skip
+    work.skew()
+    return side
+
+
+def _side_queues(topics: Sequence[str], data: Data) -> tuple[dict[str, QueueList], dict[str, str]]:
+    """Each topic's queues as consumers see them, for the topics that have some (in ``topics`` order), and why
+    each other topic is skipped. All are known before any topic is planned: a strategy that spans topics plans
+    them together."""
     routes: dict[str, list[Mapping[str, Any]]] = {}
     for row in data.get("routes") or ():
         routes.setdefault(row["topic"], []).append(row)
     down = data.get("brokers_down") or ()
+    queues: dict[str, QueueList] = {}
+    skipped: dict[str, str] = {}
     for topic in topics:
         try:
             mq_all = topic_queues(topic, routes.get(topic, ()), down)
-            why = "the topic has no readable queue; consumers skip it"
         except RouteError as error:
-            mq_all, why = QueueList(), f"route refused: {error}; consumers skip it"
-        if not mq_all:
-            work.violation(
-                topic=topic, broker=None, queue_id=None, kind="no_route", owners=[], client_id=None, reason=why
-            )
+            skipped[topic] = f"route refused: {error}; consumers skip it"
             continue
-        work.topic(topic, mq_all)
-    work.skew()
-    return side
+        if mq_all:
+            queues[topic] = mq_all
+        else:
+            skipped[topic] = "the topic has no readable queue; consumers skip it"
+    return queues, skipped

@@ -45,11 +45,13 @@ from rocket_rebalance.runtime.transport import (
 )
 from rocket_rebalance.strategies import (
     AllocateMachineRoomNearby,
+    AllocateMessageQueueAcrossTopics,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
     AllocateMessageQueueByMachineRoom,
     AllocateMessageQueueConsistentHash,
+    AllocateMessageQueueConsistentHashBounded,
 )
 
 __all__ = [
@@ -103,6 +105,8 @@ _STRATEGY_CLASSES = {
         ("CONFIG", AllocateMessageQueueByConfig),
         ("MACHINE_ROOM", AllocateMessageQueueByMachineRoom),
         ("MACHINE_ROOM_NEARBY", AllocateMachineRoomNearby),
+        ("CONSISTENT_HASH_BOUNDED", AllocateMessageQueueConsistentHashBounded),
+        ("CROSS_TOPIC", AllocateMessageQueueAcrossTopics),  # its inner strategy is not reported: AVG is assumed
     )
 }
 # A pattern may hold RocketMQ name characters ([%|a-zA-Z0-9_-]) and glob syntax; anything else could never match a

@@ -125,7 +125,7 @@ def test_movement_matches_the_simulate_command(name: str) -> None:
     topic_route = route.TopicRoute(TOPIC, tuple(route.QueueData(b, 4, 4) for b in (*BROKERS, "broker-c")))
     members = CIDS[:4]
     change = whatif.Change(joins=(CIDS[4],), leaves=(CIDS[1],), brokers_down=("broker-b",))
-    (outcome,) = whatif.simulate([create_strategy(name)], "G1", topic_route, members, change)
+    (outcome,) = whatif.simulate([create_strategy(name)], "G1", [topic_route], members, change)
     before = side([(c, None) for c in members], name, brokers=(*BROKERS, "broker-c"))
     scenario = load_scenario(
         {

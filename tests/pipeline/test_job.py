@@ -130,6 +130,10 @@ def test_generated_parquet_fleet_equals_the_reference(spark: Any, tmp_path: Path
     assert_same(out, reference)
     assert result.totals["groups"] == 60 and result.totals["moved"] > 0
     assert any(v["reason"].startswith("split view") for v in reference["violations"])
+    # this library's own strategies are in the fleet, and in every group's comparison: Spark agrees on them too
+    strategies = {g["strategy_before"] for g in reference["groups"]}
+    assert {"CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC-AVG", "CROSS_TOPIC-CONSISTENT_HASH_BOUNDED"} <= strategies
+    assert {"CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC"} <= {r["strategy"] for r in reference["comparison"]}
 
 
 def test_missing_table_fails_before_any_spark_work(tmp_path: Path) -> None:

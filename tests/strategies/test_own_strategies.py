@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.plan import plan, split_view, transition_views
+from rocket_rebalance.runtime.snapshot import strategy_name
 from rocket_rebalance.strategies import (
     AllocationError,
     create_strategy,
@@ -145,3 +146,9 @@ def test_a_join_seen_by_half_the_group_splits_cross_topic_like_any_strategy() ->
     window = split_view(create_strategy("CROSS_TOPIC"), G, queues, views)
     assert window.double_owned or window.unowned
     assert split_view(create_strategy("CROSS_TOPIC"), G, queues, {c: ["c1", "c2"] for c in ("c1", "c2")}) == ([], [])
+
+
+def test_a_snapshot_names_the_own_strategies_from_what_consumers_report() -> None:
+    for name in ("CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC"):
+        reported = type(create_strategy(name))
+        assert strategy_name(f"{reported.__module__}.{reported.__qualname__}") == name
