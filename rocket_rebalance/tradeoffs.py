@@ -41,8 +41,8 @@ from rocket_rebalance.strategies import (
     AllocateMessageQueueConsistentHashBounded,
     AllocateMessageQueueStrategy,
     create_strategy,
-    spans_topics,
 )
+from rocket_rebalance.whatif import over_topics, plan_topics
 
 __all__ = [
     "BROKERS",
@@ -336,12 +336,8 @@ class TopicRow(NamedTuple):
 def merged_plan(strategy: AllocateMessageQueueStrategy, group: TopicGroup) -> Plan:
     """Each consumer's queues over all the group's topics, planned as consumers plan them: in one call for a
     ``spans_topics`` strategy, else one call per topic."""
-    calls = [group.mq_all] if spans_topics(strategy) else group.topics
-    merged: Plan = {cid: [] for cid in group.cid_all}
-    for mq_all in calls:
-        for cid, queues in plan(strategy, GROUP, mq_all, group.cid_all).items():
-            merged[cid].extend(queues)
-    return merged
+    queues = {topic[0].topic: topic for topic in group.topics}
+    return over_topics(plan_topics(strategy, GROUP, queues, group.cid_all))
 
 
 def compare_topics(strategies: Strategies, consumers: int, groups: int, seed: int) -> list[TopicRow]:
