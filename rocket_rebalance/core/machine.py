@@ -57,7 +57,10 @@ Locks and the fence
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
-      it only moves forward. Changed commit offsets are persisted in one batch every ``persist_interval`` (5 s).
+      it only moves forward. Every ``persist_interval`` (5 s) the commit offset of every queue held is written in
+      one batch, changed or not, as Java's ``persistAll`` does: a write the broker acknowledged but that was
+      lost or overtaken on its way (a timed-out write is answered later), or a stale holder's rewind, is
+      repaired at the next interval instead of standing until the queue moves again.
   O2. OFFSET_ILLEGAL freezes the offset at the broker's suggested next offset (the one place the broker may move
       it backwards, as in Java), persists it, releases the queue and asks for an immediate round.
   O3. At most one offset write per queue is on the way at a time (the next waits for its answer), so writes of
@@ -754,8 +757,7 @@ class RebalanceCore:
                 continue
             if self.config.uses_locks and not self._lock_valid(entry, now):
                 continue  # L5
-            if entry.pq.commit_offset != entry.acked:
-                self._send_persist(entry, entry.pq.commit_offset, now)
+            self._send_persist(entry, entry.pq.commit_offset, now)  # O1: unchanged ones too
 
     # ------------------------------------------------------------------ other events
 

@@ -564,17 +564,34 @@ def test_pushed_queues_not_pulled_for_two_minutes_are_dropped() -> None:
     assert not only(pull.round((ME,), at=121.0), StopQueue)
 
 
-def test_periodic_persist_sends_only_changed_offsets() -> None:
+def test_periodic_persist_writes_every_held_offset_so_a_lost_write_is_repaired() -> None:
+    """O1: every interval writes every held queue's commit offset, as Java's persistAll: a write the broker
+    acknowledged but lost (or that a late, timed-out write overtook) is written again at the next interval."""
     d = Drive(fenced_handover=False)
     d.start()
-    assert not only(d(Tick(), at=5.0), PersistOffsets)  # read offsets are already stored
+    (first,) = only(d(Tick(), at=5.0), PersistOffsets)
+    assert dict(first.offsets) == {mq: 5 for mq in QS}  # unchanged read offsets too
+    d(OffsetsPersisted(dict(first.offsets)))
     d(MessagesPulled(QS[1], (5, 6), 7), at=6.0)
     d(MessagesDispatched(QS[1], (5, 6)))
     d(MessagesConsumed(QS[1], (6,)))
     assert d.core.process_queue(QS[1]).commit_offset == 5  # type: ignore[union-attr]
     d(MessagesConsumed(QS[1], (5,)))
-    (persist,) = only(d(Tick(), at=10.0), PersistOffsets)
-    assert dict(persist.offsets) == {QS[1]: 7}
+    (second,) = only(d(Tick(), at=10.0), PersistOffsets)
+    assert dict(second.offsets) == {**{mq: 5 for mq in QS}, QS[1]: 7}
+    d(OffsetsPersisted(dict(second.offsets)))  # acknowledged; say the broker lost QS[1]'s write
+    (third,) = only(d(Tick(), at=15.0), PersistOffsets)
+    assert dict(third.offsets)[QS[1]] == 7
+
+
+def test_a_write_still_on_the_way_is_not_doubled_by_the_interval() -> None:
+    """O3 holds under O1: a queue whose write is unanswered is left out of the next interval's batch."""
+    d = Drive(fenced_handover=False)
+    d.start()
+    (first,) = only(d(Tick(), at=5.0), PersistOffsets)
+    d(OffsetsPersisted({mq: 5 for mq in QS[1:]}))  # QS[0]'s answer has not come yet
+    (second,) = only(d(Tick(), at=10.0), PersistOffsets)
+    assert QS[0] not in dict(second.offsets) and set(dict(second.offsets)) == set(QS[1:])
 
 
 # ---------------------------------------------------------------------------------------- shutdown and time

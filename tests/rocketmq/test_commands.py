@@ -112,7 +112,11 @@ def test_produce_consume_progress_and_connection(rocketmq: RocketMQCluster, tmp_
                 report = failed
             finally:
                 admin.close()
-            raise AssertionError(f"{error}; the last answer: {seen}; running info now: {report}") from None
+            consumer.terminate()
+            log = consumer.communicate(timeout=30)[1][-3000:]
+            raise AssertionError(
+                f"{error}; the last answer: {seen}; running info then: {report}; the consumer's log: {log}"
+            ) from None
         rows = json.loads(cli("consumer-connection", "-n", address, "-g", "GID_cli", "--json").stdout)
         assert {(r["clientId"], r["brokerName"], r["language"]) for r in rows} == {
             ("127.0.0.1@cli", "broker-a", "PYTHON"),
