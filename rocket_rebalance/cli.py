@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from rocket_rebalance.commands import CommandError, printable
+from rocket_rebalance.commands import CommandError, OneLineParser, printable
 
 __all__ = ["COMMAND_MODULES", "CommandError", "main"]
 
@@ -27,7 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="rocket-rebalance", description="RocketMQ-style queue rebalancing, bit-exact with the Java client."
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from rocket_rebalance.pipeline.job import run_from_args
 from rocket_rebalance.pipeline.options import add_arguments
@@ -17,15 +18,27 @@ from rocket_rebalance.pipeline.options import add_arguments
 __all__ = ["main"]
 
 
+PROG = "rocket-rebalance impact"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, as from ``rocket-rebalance impact`` itself (the command layer's parser is out of
+    the pipeline's reach)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{PROG}: error: {message} (see {PROG} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job as spark-submit started it; a bad option or input is one line and exit status 2."""
-    parser = argparse.ArgumentParser(prog="rocket_rebalance.pipeline.submit", description="fleet impact analysis")
+    parser = _Parser(prog=PROG, description="fleet impact analysis")
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         run_from_args(args, default_master="")
     except (ValueError, OSError) as error:
-        print(f"impact: {error}", file=sys.stderr)
+        print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     return 0
 
