@@ -17,7 +17,7 @@ __all__ = ["register"]
 
 
 def _impact(args: argparse.Namespace) -> int:
-    from rocket_rebalance.pipeline.job import run_from_args
+    from rocket_rebalance.pipeline.job import PARTIAL_NOTE, run_from_args
 
     result = run_from_args(args)
     print(f"impact: {result.totals['groups']} groups analyzed in {result.seconds:.1f}s; output in {result.out}")
@@ -25,6 +25,8 @@ def _impact(args: argparse.Namespace) -> int:
         print(f"  {name:<13} {count:>10} rows")
     if result.rows.get("rejected"):
         print(f"impact: {result.rows['rejected']} input rows rejected; see {result.out}/rejected.parquet")
+    for path in result.partial:
+        print(f"impact: partial snapshot {path}: {PARTIAL_NOTE}")
     if result.report:
         print(f"impact: report {result.report}")
     return 0

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
+from rocket_rebalance.pipeline.audit import read_snapshot_status
 from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
@@ -287,6 +288,13 @@ class ImpactResult:
     totals: dict[str, Any]
     report: str | None
     seconds: float
+    partial: list[str]  # the snapshots (before, after) their collector marked partial
+
+
+PARTIAL_NOTE = (
+    "the collector could not read every group (its rejected.jsonl says which and why); what it could not read is "
+    "missing from these tables"
+)
 
 
 def _is_local(path: str | Path) -> bool:
@@ -341,6 +349,7 @@ def run_impact(
         after_paths = dict(
             check_snapshot(Path(after), AFTER_TABLES) if _is_local(after) else _remote(after, AFTER_TABLES)
         )
+    partial = [str(p) for p in (snapshot, after) if p is not None and _is_local(p) and read_snapshot_status(Path(p))[0]]
     compare = after is not None or scenario is not None
     out_text = str(out)
     target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
@@ -396,12 +405,13 @@ def run_impact(
             data = _report_data(written.table, scenario, after, snapshot, compare)
         finally:
             written.release()
+        data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in partial]
         report_path = None
         with tempfile.TemporaryDirectory(prefix="rr-impact-") as local:  # drawn here, then put beside the tables
             if report:
                 write_report(data, Path(local))
                 report_path = f"{out_text}/report.md"
-            summary = {"rows": rows, "totals": data.totals}
+            summary = {"rows": rows, "totals": data.totals, "partial": partial}
             (Path(local) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
             publish_files(local, target)
         seconds = time.monotonic() - started
@@ -409,7 +419,7 @@ def run_impact(
             f"done: {data.totals['groups']} groups, {data.totals['groups_rebalancing']} rebalance, "
             f"{rows.get('violations', 0)} violation rows, {rows['rejected']} rejected rows; output in {out_text}"
         )
-        return ImpactResult(out_text, rows, data.totals, report_path, seconds)
+        return ImpactResult(out_text, rows, data.totals, report_path, seconds, partial)
     finally:
         restore()
         if own_session:

@@ -355,7 +355,7 @@ def test_impact_without_snapshot_uses_the_packaged_sample(monkeypatch: pytest.Mo
 
     def fake_run(snapshot: Any, out: Any, **kwargs: Any) -> Any:
         seen.update(snapshot=snapshot, out=out, **kwargs)
-        return job.ImpactResult(str(out), {}, {"groups": 0}, None, 0.0)
+        return job.ImpactResult(str(out), {}, {"groups": 0}, None, 0.0, [])
 
     monkeypatch.setattr(job, "run_impact", fake_run)
     args = build_parser().parse_args(["impact", "--out", str(tmp_path), "--conf", "spark.x=1"])

@@ -78,6 +78,28 @@ def test_audit_of_an_observed_fleet_equals_the_reference_and_exits_1(
     assert {"double_owned", "observed_mismatch", "unreported"} <= {v["kind"] for v in observed}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["totals"]["observed_violations"] == len(observed)
+    assert summary["partial"] == [str(fleet)]
+
+
+def test_impact_of_a_partial_snapshot_says_so(
+    shared_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not only the audit: the impact report and the command's output name a snapshot its collector marked
+    partial, since groups it could not read are missing from every table."""
+    import rocket_rebalance.pipeline.job as job
+
+    snap = clean_snapshot(tmp_path)
+    (snap / "_snapshot.json").write_text(json.dumps({"partial": True}))
+    original = job.run_impact
+    monkeypatch.setattr(job, "run_impact", lambda *a, **k: original(*a, **{**k, "spark": shared_session}))
+    assert cli_main(["impact", "--snapshot", str(snap), "--out", str(tmp_path / "out")]) == 0
+    assert f"impact: partial snapshot {snap}: the collector could not read every group" in capsys.readouterr().out
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"**Partial snapshot** {snap}:" in report
+    (snap / "_snapshot.json").write_text(json.dumps({"partial": False}))
+    assert cli_main(["impact", "--snapshot", str(snap), "--out", str(tmp_path / "out")]) == 0
+    assert "partial snapshot" not in capsys.readouterr().out
+    assert "Partial" not in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_a_partial_snapshot_is_a_finding_in_the_table_too() -> None:
