@@ -30,18 +30,9 @@ rocketmq-jars: $(STAMP)
 	$(PY) -m rocket_rebalance.runtime.rocketmq --fetch-only
 
 # The tests of tests/rocketmq start a real RocketMQ (Java 17 and Maven needed; ROCKET_REBALANCE_SKIP_ROCKETMQ=1
-# skips them). They mostly wait on the JVMs, so they run in a second pytest beside the others, which cuts the wall
-# time by about a third on two cores; their output follows the others', and either run failing fails the target.
-# pytest exits 5 when it collected no test: a run that tested nothing is a failure, said so plainly.
+# skips them). They, the Spark tests and the rest run as three pytest runs side by side (tests/run_parts.sh).
 test: $(STAMP)
-	@export PYSPARK_PYTHON=$(abspath $(PY)); log=$$(mktemp); \
-	$(PY) -m pytest -q -p no:cacheprovider tests/rocketmq >$$log 2>&1 & broker=$$!; \
-	$(PY) -m pytest -q --ignore=tests/rocketmq; rest=$$?; \
-	wait $$broker; rocketmq=$$?; echo "=== tests/rocketmq (run beside the others) ==="; cat $$log; rm -f $$log; \
-	for status in $$rest $$rocketmq; do \
-		if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; done; \
-	echo "make test: tests/rocketmq exit $$rocketmq, the others exit $$rest"; \
-	[ $$rest -eq 0 ] && [ $$rocketmq -eq 0 ]
+	@tests/run_parts.sh $(abspath $(PY))
 
 lint: $(STAMP)
 	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks
