@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.runtime.local_cluster import LocalCluster, start_consume_process
+from rocket_rebalance.runtime.transport import open_transport
 from tests.commands.conftest import RunCli
 
 pytestmark = pytest.mark.e2e
@@ -19,6 +20,15 @@ pytestmark = pytest.mark.e2e
 
 def table(out: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def listed(cluster: LocalCluster, group: str) -> list[str]:
+    """The group's members as the brokers list them."""
+    transport = open_transport(cluster.address)
+    try:
+        return [cid for broker in ("broker-a", "broker-b") for cid in transport.consumer_list(broker, group)]
+    finally:
+        transport.close()
 
 
 def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
@@ -29,6 +39,7 @@ def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
         cluster.start_consumer("127.0.0.1@s2", "--strategy", "AVG")
         cluster.wait_until(lambda: gone.owned(cluster.topic) is not None)
         gone.stop()  # leaves: GID_gone keeps its stored offsets and has no consumer
+        cluster.wait_until(lambda: not listed(cluster, "GID_gone"))  # the stub may see the stream end a little later
         cluster.wait_until(cluster.balanced)
         cluster.produce(40)
         cluster.wait_until(cluster.caught_up)
