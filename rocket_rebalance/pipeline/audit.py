@@ -20,7 +20,15 @@ from typing import Any
 from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX
 from rocket_rebalance.pipeline.sides import MORE_CONSUMERS_THAN_QUEUES
 
-__all__ = ["FINDING_COLUMNS", "Audit", "expected_idleness", "format_audit", "read_snapshot_status", "run_audit"]
+__all__ = [
+    "FINDING_COLUMNS",
+    "Audit",
+    "collector_notes",
+    "expected_idleness",
+    "format_audit",
+    "run_audit",
+    "snapshot_partial",
+]
 
 FINDING_COLUMNS = ("group", "topic", "side", "kind", "where", "reason")
 """A finding: ``where`` is the queue (``broker:queue_id``) or the consumer (its client ID) it is about."""
@@ -57,18 +65,22 @@ def expected_idleness(row: Mapping[str, Any]) -> bool:
     )
 
 
-def read_snapshot_status(snapshot: Path) -> tuple[bool, list[dict[str, Any]]]:
-    """The collector's ``_snapshot.json`` partial flag and its ``rejected.jsonl`` rows (both optional)."""
-    partial = False
+def snapshot_partial(snapshot: Path) -> bool:
+    """The collector's ``_snapshot.json`` partial flag (False when the file is absent)."""
     status = snapshot / STATUS_FILE
-    if status.is_file():
-        try:
-            document = json.loads(status.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"snapshot {snapshot}: {STATUS_FILE} is not JSON: {error}") from None
-        if not isinstance(document, dict) or not isinstance(document.get("partial", False), bool):
-            raise ValueError(f'snapshot {snapshot}: {STATUS_FILE} must be an object with "partial": true or false')
-        partial = document.get("partial", False)
+    if not status.is_file():
+        return False
+    try:
+        document = json.loads(status.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"snapshot {snapshot}: {STATUS_FILE} is not JSON: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("partial", False), bool):
+        raise ValueError(f'snapshot {snapshot}: {STATUS_FILE} must be an object with "partial": true or false')
+    return bool(document.get("partial", False))
+
+
+def collector_notes(snapshot: Path) -> list[dict[str, Any]]:
+    """The collector's ``rejected.jsonl`` rows (none when the file is absent): what it could not read, and why."""
     notes: list[dict[str, Any]] = []
     rejected = snapshot / COLLECTOR_REJECTED
     if rejected.is_file():
@@ -83,7 +95,7 @@ def read_snapshot_status(snapshot: Path) -> tuple[bool, list[dict[str, Any]]]:
                 raise ValueError(f"snapshot {snapshot}: {COLLECTOR_REJECTED} line {number} is not a JSON object")
             notes.append({key: row.get(key) for key in ("group", "client_id", "reason")})
     notes.sort(key=lambda r: tuple(str(r[k] or "") for k in ("group", "client_id", "reason")))
-    return partial, notes
+    return notes
 
 
 def _where(row: Mapping[str, Any]) -> str:
@@ -111,7 +123,7 @@ def run_audit(
 
     if not snapshot.is_dir():
         raise ValueError(f"snapshot {snapshot}: not a folder")
-    partial, notes = read_snapshot_status(snapshot)
+    notes = collector_notes(snapshot)  # before Spark starts: a bad file is one line at once
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="rr-audit-"))
     try:
         with spark_failures():
@@ -129,7 +141,7 @@ def run_audit(
         if not expected_idleness(row)
     ]
     findings.sort(key=lambda f: tuple(str(f[k] or "") for k in FINDING_COLUMNS))
-    return Audit(findings, partial, notes, result.rows.get("rejected", 0))
+    return Audit(findings, bool(result.partial), notes, result.rows.get("rejected", 0))
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:

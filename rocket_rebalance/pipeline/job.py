@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
-from rocket_rebalance.pipeline.audit import read_snapshot_status
+from rocket_rebalance.pipeline.audit import snapshot_partial
 from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
@@ -349,7 +349,7 @@ def run_impact(
         after_paths = dict(
             check_snapshot(Path(after), AFTER_TABLES) if _is_local(after) else _remote(after, AFTER_TABLES)
         )
-    partial = [str(p) for p in (snapshot, after) if p is not None and _is_local(p) and read_snapshot_status(Path(p))[0]]
+    partial = [str(p) for p in (snapshot, after) if p is not None and _is_local(p) and snapshot_partial(Path(p))]
     compare = after is not None or scenario is not None
     out_text = str(out)
     target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
