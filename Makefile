@@ -24,10 +24,10 @@ demo-rocketmq: $(STAMP)
 
 # A real RocketMQ NameServer and two brokers on loopback until Ctrl-C; prints their addresses as one JSON line.
 rocketmq: $(STAMP)
-	$(PY) -m rocket_rebalance.runtime.rocketmq --brokers 2 --topic TopicTest:8
+	$(PY) -m rocket_rebalance.lab.rocketmq --brokers 2 --topic TopicTest:8
 
 rocketmq-jars: $(STAMP)
-	$(PY) -m rocket_rebalance.runtime.rocketmq --fetch-only
+	$(PY) -m rocket_rebalance.lab.rocketmq --fetch-only
 
 # The tests of tests/rocketmq start a real RocketMQ (Java 17 and Maven needed; ROCKET_REBALANCE_SKIP_ROCKETMQ=1
 # skips them). They, the Spark tests and the rest run as three pytest runs side by side (tests/run_parts.sh).

@@ -28,7 +28,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocket_rebalance.runtime.local_cluster import ConsumerProcess, LocalCluster
+from rocket_rebalance.lab.stub_cluster import ConsumerProcess, LocalCluster
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 
 CONSUMERS = 8
@@ -89,7 +90,7 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
     with LocalCluster(work_dir, brokers=BROKERS, group="GID_bench", consumer_args=args) as cluster:
         for index in range(CONSUMERS):
             cluster.start_consumer(f"c{index:02d}")
-        cluster.wait_until(cluster.balanced, timeout=60)
+        wait_until(cluster.balanced, timeout=60)
         stop = threading.Event()
 
         def produce() -> None:
@@ -113,7 +114,7 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
             for cycle in range(cycles):
                 duplicates = cluster.delivery().duplicates
                 joiner = cluster.start_consumer(f"j{cycle:02d}")
-                cluster.wait_until(lambda j=joiner: started_at(j) is not None)  # type: ignore[misc]
+                wait_until(lambda j=joiner: started_at(j) is not None)  # type: ignore[misc]
                 began = started_at(joiner)
                 assert began is not None
                 mark(tally["join"], duplicates)
@@ -123,7 +124,7 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
                 joiner.process.send_signal(signal.SIGTERM)
                 event(cluster, tally["leave"], began, gone=joiner)
                 cluster.start_consumer(f"r{cycle:02d}")
-                cluster.wait_until(cluster.balanced, timeout=60)
+                wait_until(cluster.balanced, timeout=60)
                 time.sleep(REST)
                 victim = next(c for c in cluster.live() if c.client_id != f"r{cycle:02d}")
                 mark(tally["kill"], cluster.delivery().duplicates)
@@ -133,7 +134,7 @@ def run_mode(work_dir: Path, fenced: bool, cycles: int) -> dict[str, Tally | int
         finally:
             stop.set()
             producer.join()
-        cluster.wait_until(cluster.caught_up, timeout=120)
+        wait_until(cluster.caught_up, timeout=120)
         delivery = cluster.delivery()
         results["redelivered"] = delivery.duplicates
         results["missing"] = delivery.missing(cluster.max_offsets())

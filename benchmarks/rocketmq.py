@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocket_rebalance._proto.v1 import broker_pb2
+from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.remoting import FrameDecoder, RemotingCommand, ResponseCode, encode, message
-from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
 
 WORK_MS = 5
 

@@ -30,9 +30,11 @@ LAYERS = {
     "tradeoffs": 3,
     "core": 4,
     "runtime": 5,
-    "commands": 6,
-    "cli": 6,
-    "__main__": 7,
+    "admin": 6,
+    "lab": 7,
+    "commands": 8,
+    "cli": 8,
+    "__main__": 9,
     "__init__": 3,
 }
 PURE = ("model", "route", "strategies", "plan", "remoting", "mqadmin", "whatif")

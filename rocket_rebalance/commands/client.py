@@ -178,7 +178,7 @@ def _run_produce(args: argparse.Namespace) -> int:
 
 
 def _run_progress(args: argparse.Namespace) -> int:
-    from rocket_rebalance.runtime.admin import consumer_progress
+    from rocket_rebalance.admin.reads import consumer_progress
 
     rows = consumer_progress(args.namesrv, args.group, args.topic or "", token=args.token)
     if args.json:
@@ -212,7 +212,7 @@ def _run_progress(args: argparse.Namespace) -> int:
 
 
 def _run_connection(args: argparse.Namespace) -> int:
-    from rocket_rebalance.runtime.admin import consumer_connection
+    from rocket_rebalance.admin.reads import consumer_connection
 
     rows = consumer_connection(args.namesrv, args.group, token=args.token)
     if args.json:

@@ -14,15 +14,17 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocket_rebalance.commands import CommandError
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import balance, movement, plan
-from rocket_rebalance.runtime.local_cluster import LocalCluster
-from rocket_rebalance.runtime.mixed_group import MixedGroup, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.tradeoffs import compare, default_strategies, format_chart, format_table
+
+if TYPE_CHECKING:  # the lab (process harnesses) is loaded only when a live demo runs, never by other commands
+    from rocket_rebalance.lab.mixed_group import MixedGroup
+    from rocket_rebalance.lab.stub_cluster import LocalCluster
 
 __all__ = ["live_demo", "register", "rocketmq_demo", "sample_strategies", "show_allocations", "show_tradeoffs"]
 
@@ -107,9 +109,11 @@ def _report(
 
 def _print_step(cluster: LocalCluster, title: str) -> bool:
     """Wait for the group to settle, print who owns what, and say whether every message was consumed once."""
+    from rocket_rebalance.lab.wait import wait_until
+
     try:
-        waited = cluster.wait_until(cluster.balanced, timeout=60)
-        cluster.wait_until(cluster.caught_up, timeout=60)
+        waited = wait_until(cluster.balanced, timeout=60)
+        wait_until(cluster.caught_up, timeout=60)
     except TimeoutError as error:
         print(f"\n== {title}: did not settle ({error})")
         expected = cluster.expected_ownership()
@@ -126,6 +130,8 @@ def _print_step(cluster: LocalCluster, title: str) -> bool:
 
 def live_demo(work_dir: Path) -> bool:
     """The live demo in ``work_dir``; True when every step settled with nothing lost."""
+    from rocket_rebalance.lab.stub_cluster import LocalCluster
+
     ok = True
     with LocalCluster(work_dir, group="GID_demo") as cluster:
         print(f"nameserver_stub on {cluster.address}: topic {cluster.topic}, 2 brokers x 4 queues, group GID_demo")
@@ -149,10 +155,12 @@ def live_demo(work_dir: Path) -> bool:
 
 def _mixed_step(group: MixedGroup, title: str) -> bool:
     """As :func:`_print_step`, for a group on a real RocketMQ."""
+    from rocket_rebalance.lab.wait import wait_until
+
     try:
         waited = wait_until(group.settled, 90, "the group settles on the plan")
         wait_until(lambda: not group.missing(), 90, "every message consumed")
-    except AssertionError as error:
+    except TimeoutError as error:
         print(f"\n== {title}: did not settle ({error}): {group.describe()}")
         return False
     owned = {cid: {f"{b}:{q}" for b, q in queues} for cid, queues in group.ownership().items()}
@@ -163,6 +171,9 @@ def _mixed_step(group: MixedGroup, title: str) -> bool:
 
 def rocketmq_demo(work_dir: Path) -> bool:
     """The live demo on a real Apache RocketMQ: Python consumers and a Java one in one group."""
+    from rocket_rebalance.lab.mixed_group import MixedGroup
+    from rocket_rebalance.lab.rocketmq import RocketMQCluster
+
     ok = True
     with RocketMQCluster(work_dir / "cluster", ("broker-a", "broker-b")) as cluster:
         cluster.create_topic(TOPIC, 4)
@@ -197,6 +208,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="rocket-rebalance-demo-") as folder:
         if args.rocketmq:
+            from rocket_rebalance.lab.rocketmq import RocketMQUnavailable
+
             print("\n\n# Live: a real Apache RocketMQ, Python and Java consumers on this machine\n")
             try:
                 ok = rocketmq_demo(Path(folder))

@@ -83,7 +83,7 @@ def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
             TopicRoute.from_json(topic, path.read_text(encoding="utf-8"), str(path))
             for topic, path in zip(topics, paths, strict=True)
         ]
-    from rocket_rebalance.runtime.admin import fetch_route  # a wire is loaded only for a server
+    from rocket_rebalance.admin.reads import fetch_route  # a wire is loaded only for a server
 
     return [fetch_route(args.namesrv, topic, token=args.token) for topic in topics]
 
@@ -219,7 +219,7 @@ def _read_members(args: argparse.Namespace) -> list[str]:
             return members
         return [line.strip() for line in text.splitlines() if line.strip()]
     if args.namesrv is not None and args.group:
-        from rocket_rebalance.runtime.admin import fetch_members
+        from rocket_rebalance.admin.reads import fetch_members
 
         return fetch_members(args.namesrv, args.topic[0], args.group, token=args.token)  # one list for all topics
     raise CommandError("give the members: -i ID,..., --members FILE, or -n ADDRESS with -g GROUP")

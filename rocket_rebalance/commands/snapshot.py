@@ -35,7 +35,7 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rocket_rebalance.runtime.snapshot import take_snapshot
+    from rocket_rebalance.admin.snapshot import take_snapshot
 
     result = take_snapshot(
         args.namesrv,

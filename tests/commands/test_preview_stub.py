@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from rocket_rebalance.lab.stub_cluster import StubProcess
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.local_cluster import StubProcess
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, GroupRegistration
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from rocket_rebalance.strategies import create_strategy

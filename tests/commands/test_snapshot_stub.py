@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from rocket_rebalance.runtime.local_cluster import LocalCluster, start_consume_process
+from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_process
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.transport import open_transport
 from tests.commands.conftest import RunCli
 
@@ -37,12 +38,12 @@ def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
         gone = start_consume_process(cluster.work_dir, cluster.address, "GID_gone", [cluster.topic], "127.0.0.1@gone")
         first = cluster.start_consumer("127.0.0.1@s1")
         cluster.start_consumer("127.0.0.1@s2", "--strategy", "AVG")
-        cluster.wait_until(lambda: gone.owned(cluster.topic) is not None)
+        wait_until(lambda: gone.owned(cluster.topic) is not None)
         gone.stop()  # leaves: GID_gone keeps its stored offsets and has no consumer
-        cluster.wait_until(lambda: not listed(cluster, "GID_gone"))  # the stub may see the stream end a little later
-        cluster.wait_until(cluster.balanced)
+        wait_until(lambda: not listed(cluster, "GID_gone"))  # the stub may see the stream end a little later
+        wait_until(cluster.balanced)
         cluster.produce(40)
-        cluster.wait_until(cluster.caught_up)
+        wait_until(cluster.caught_up)
 
         done = run_cli("snapshot", "-n", cluster.address, "--out", out, "--concurrency", "2", check=False)
         assert done.returncode == 3, done.stderr

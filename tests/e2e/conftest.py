@@ -1,4 +1,4 @@
-"""End-to-end fixtures: a real stub process and real consumer processes (see runtime/local_cluster.py)."""
+"""End-to-end fixtures: a real stub process and real consumer processes (see lab/stub_cluster.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from rocket_rebalance._proto.v1 import admin_pb2, admin_pb2_grpc
-from rocket_rebalance.runtime.local_cluster import LocalCluster
+from rocket_rebalance.lab.stub_cluster import LocalCluster
 
 
 @pytest.fixture

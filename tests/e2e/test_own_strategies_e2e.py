@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from rocket_rebalance.admin.reads import consumer_progress
+from rocket_rebalance.lab.stub_cluster import ConsumerProcess, StubProcess, start_consume_process
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.admin import consumer_progress
-from rocket_rebalance.runtime.local_cluster import ConsumerProcess, StubProcess, start_consume_process
-from rocket_rebalance.runtime.mixed_group import wait_until
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, TransportError, open_transport
 from rocket_rebalance.strategies import create_strategy
 

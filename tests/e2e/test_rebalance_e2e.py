@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance._proto.v1 import admin_pb2
-from rocket_rebalance.runtime.admin import consumer_connection, consumer_progress
-from rocket_rebalance.runtime.local_cluster import LocalCluster, start_consume_process
+from rocket_rebalance.admin.reads import consumer_connection, consumer_progress
+from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_process
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.transport import TransportError, open_transport
 from tests.e2e.conftest import inject
 
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.e2e
 
 
 def settle(cluster: LocalCluster, timeout: float = 30.0) -> None:
-    cluster.wait_until(cluster.balanced, timeout)
-    cluster.wait_until(cluster.caught_up, timeout)
+    wait_until(cluster.balanced, timeout)
+    wait_until(cluster.caught_up, timeout)
 
 
 def committed(cluster: LocalCluster) -> dict[tuple[str, int], int]:
@@ -70,9 +71,9 @@ def test_join_graceful_leave_and_kill(cluster: LocalCluster) -> None:
 def test_kill_while_consuming_redelivers_only_the_killed_consumers_work(cluster: LocalCluster) -> None:
     cluster.start_consumer("c1", "--work-ms", "20")
     victim = cluster.start_consumer("c2", "--work-ms", "20")
-    cluster.wait_until(cluster.balanced)
+    wait_until(cluster.balanced)
     cluster.produce(400)
-    cluster.wait_until(lambda: victim.record.exists() and len(victim.record.read_text().splitlines()) > 20)
+    wait_until(lambda: victim.record.exists() and len(victim.record.read_text().splitlines()) > 20)
     victims_queues = victim.owned(cluster.topic) or set()
     victim.kill()
     settle(cluster, timeout=60)
@@ -100,26 +101,26 @@ def test_stub_restart_loses_nothing(cluster: LocalCluster) -> None:
 
 def test_lost_notifications_are_made_up_by_the_periodic_round(cluster: LocalCluster) -> None:
     first = cluster.start_consumer("c1")
-    cluster.wait_until(cluster.balanced)
+    wait_until(cluster.balanced)
     for broker in ("broker-a", "broker-b"):
         inject(cluster.stub.address, broker, admin_pb2.DROP_NOTIFICATIONS, "c1")
     rounds_before = len(first.events)
     cluster.start_consumer("c2")
-    cluster.wait_until(cluster.balanced, timeout=30)  # c1 learns of c2 only from its 2 s periodic round
+    wait_until(cluster.balanced, timeout=30)  # c1 learns of c2 only from its 2 s periodic round
     assert len(first.events) > rounds_before
     assert sorted(len(q) for q in cluster.ownership().values()) == [4, 4]
 
 
 def test_split_views_between_brokers_stay_safe(cluster: LocalCluster) -> None:
     cluster.start_consumer("c1")
-    cluster.wait_until(cluster.balanced)
+    wait_until(cluster.balanced)
     # broker-a never records c2's heartbeats: the brokers disagree on the member list for good. Every consumer
     # reads the list from the same broker (the route's first), so they agree with each other all the same.
     inject(cluster.stub.address, "broker-a", admin_pb2.DROP_HEARTBEATS, "c2")
     c2 = cluster.start_consumer("c2")
     cluster.produce(200)
-    cluster.wait_until(cluster.caught_up, timeout=30)
-    cluster.wait_until(cluster.single_owners, timeout=30)
+    wait_until(cluster.caught_up, timeout=30)
+    wait_until(cluster.single_owners, timeout=30)
     assert not c2.owned(cluster.topic), "broker-a, which every consumer asks, does not list c2"
     delivery = cluster.delivery()
     assert delivery.missing(cluster.max_offsets()) == 0 and delivery.duplicates == 0
@@ -130,7 +131,7 @@ def test_orderly_consumers_never_process_one_queue_at_the_same_time(cluster: Loc
         cluster.start_consumer(name, "--orderly", "--work-ms", "5")
     cluster.produce(300)
     cluster.start_consumer("c3", "--orderly", "--work-ms", "5")
-    cluster.wait_until(lambda: len(cluster.delivery().counts) > 100)
+    wait_until(lambda: len(cluster.delivery().counts) > 100)
     cluster.consumers["c1"].stop()
     settle(cluster, timeout=60)
     spans: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
@@ -149,9 +150,9 @@ def test_orderly_consumers_never_process_one_queue_at_the_same_time(cluster: Loc
 def test_broadcasting_gives_every_consumer_every_message(cluster: LocalCluster) -> None:
     for name in ("b1", "b2"):
         cluster.start_consumer(name, "--broadcast", "--offsets", str(cluster.work_dir / f"{name}-offsets.json"))
-    cluster.wait_until(lambda: all(len(c.owned(cluster.topic) or ()) == 8 for c in cluster.live()))
+    wait_until(lambda: all(len(c.owned(cluster.topic) or ()) == 8 for c in cluster.live()))
     cluster.produce(160)
-    cluster.wait_until(lambda: sum(cluster.delivery().counts.values()) >= 320, timeout=30)
+    wait_until(lambda: sum(cluster.delivery().counts.values()) >= 320, timeout=30)
     per_client: dict[str, int] = {}
     for consumer in cluster.consumers.values():
         per_client[consumer.client_id] = len(consumer.record.read_text().splitlines())
@@ -188,12 +189,12 @@ def test_clones_sharing_a_client_id_consume_nothing_twice(cluster: LocalCluster,
             )
         )
         if name == "first":
-            cluster.wait_until(lambda: bool(clones[0].owned(cluster.topic)))
+            wait_until(lambda: bool(clones[0].owned(cluster.topic)))
     first, second = clones
     other = cluster.start_consumer("other")
     try:
-        cluster.wait_until(lambda: consumer_list(cluster) == ["clone", "clone", "other"])
-        cluster.wait_until(lambda: first.owned(cluster.topic) == set() and bool(other.owned(cluster.topic)))
+        wait_until(lambda: consumer_list(cluster) == ["clone", "clone", "other"])
+        wait_until(lambda: first.owned(cluster.topic) == set() and bool(other.owned(cluster.topic)))
         rows = [row for row in consumer_connection(cluster.address, cluster.group) if row.client_id == "clone"]
         assert len(rows) == 4  # two brokers, two connections each: every connection shown
 
@@ -208,10 +209,10 @@ def test_clones_sharing_a_client_id_consume_nothing_twice(cluster: LocalCluster,
             return found
 
         cluster.produce(200)
-        cluster.wait_until(lambda: sum(counts().values()) > 0)
+        wait_until(lambda: sum(counts().values()) > 0)
         assert second.stop() is not None
-        cluster.wait_until(lambda: bool(first.owned(cluster.topic)))
-        cluster.wait_until(lambda: sum(counts().values()) >= 200)
+        wait_until(lambda: bool(first.owned(cluster.topic)))
+        wait_until(lambda: sum(counts().values()) >= 200)
         assert sum(counts().values()) == 200 and max(counts().values()) == 1
         log = (tmp_path / "first" / "consumer-clone.log").read_text(encoding="utf-8")
         assert "client ID clone in TopicTest failing: used by 2 consumers" in log

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable
+from rocket_rebalance.lab.rocketmq import RocketMQCluster, RocketMQUnavailable
 
 SKIP_ENV = "ROCKET_REBALANCE_SKIP_ROCKETMQ"
 

@@ -23,11 +23,12 @@ from typing import Any
 
 import pytest
 
+from rocket_rebalance.lab.mixed_group import PYTHON_ARGS, MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.stub_cluster import ConsumerProcess, start_consume_process
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.local_cluster import ConsumerProcess, start_consume_process
-from rocket_rebalance.runtime.mixed_group import PYTHON_ARGS, MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.strategies import create_strategy
 

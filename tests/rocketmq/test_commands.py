@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster, mqadmin
+from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.transport import TransportError
 
 pytestmark = pytest.mark.rocketmq
@@ -104,7 +105,7 @@ def test_produce_consume_progress_and_connection(rocketmq: RocketMQCluster, tmp_
 
         try:
             wait_until(progressed, 60, "consumer-progress shows every queue consumed, by its owner")
-        except AssertionError as error:
+        except TimeoutError as error:
             admin = rocketmq.transport()
             try:
                 report: object = admin.consumer_report("GID_cli", "127.0.0.1@cli")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.wait import wait_until
 
 pytestmark = pytest.mark.rocketmq
 
@@ -31,7 +32,7 @@ def wait_committed(group: MixedGroup, who: str) -> None:
     """Until every queue's stored offset reached its max offset; a failure names the queues still behind."""
     try:
         wait_until(lambda: not behind(group), 60, f"{who} committed everything")
-    except AssertionError as error:
+    except TimeoutError as error:
         raise AssertionError(f"{error}; (stored, max) of the queues behind: {behind(group)}") from None
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.core import ConsumeFromWhere
+from rocket_rebalance.lab.mixed_group import new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster, RocketMQUnavailable, ensure_jars, mqadmin
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.mixed_group import new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster, RocketMQUnavailable, ensure_jars, mqadmin
 from rocket_rebalance.runtime.transport import Message
 
 
@@ -165,7 +166,7 @@ def test_the_cluster_command_refuses_bad_arguments_in_one_line() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "rocket_rebalance.runtime.rocketmq", "--brokers", "0"],
+        [sys.executable, "-m", "rocket_rebalance.lab.rocketmq", "--brokers", "0"],
         capture_output=True,
         text=True,
         env={**os.environ},

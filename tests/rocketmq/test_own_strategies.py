@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.wait import wait_until
 
 pytestmark = pytest.mark.rocketmq
 

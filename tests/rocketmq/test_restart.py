@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.runtime.mixed_group import MixedGroup, assert_each_queue_once, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic, ownership_problems
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.wait import wait_until
 
 pytestmark = pytest.mark.rocketmq
 
@@ -29,7 +30,7 @@ def test_consumers_recover_from_broker_and_namesrv_restarts(
         group.produce(5)
         wait_until(lambda: not group.missing(), 90, "everything consumed after the broker restart")
         wait_until(group.settled, 60, "the group settles after the broker restart")
-        assert_each_queue_once(group)
+        assert not ownership_problems(group), group.describe()
 
         cluster.restart_namesrv()
         group.produce(5)

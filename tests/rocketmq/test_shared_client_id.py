@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.runtime.admin import consumer_connection
-from rocket_rebalance.runtime.local_cluster import ConsumerProcess, start_consume_process
-from rocket_rebalance.runtime.mixed_group import PYTHON_ARGS, MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
+from rocket_rebalance.admin.reads import consumer_connection
+from rocket_rebalance.lab.mixed_group import PYTHON_ARGS, MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.stub_cluster import ConsumerProcess, start_consume_process
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.transport import TransportError
 
 pytestmark = pytest.mark.rocketmq

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import retry_topic
-from rocket_rebalance.runtime.mixed_group import MixedGroup, new_topic, wait_until
-from rocket_rebalance.runtime.rocketmq import RocketMQCluster
 from rocket_rebalance.runtime.transport import TransportError
 
 pytestmark = pytest.mark.rocketmq

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocket_rebalance.admin.snapshot import strategy_name
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.plan import plan, split_view, transition_views
-from rocket_rebalance.runtime.snapshot import strategy_name
 from rocket_rebalance.strategies import (
     AllocationError,
     create_strategy,

@@ -210,8 +210,7 @@ class _JvmProcess:
                 log.seek(offset)
                 if self.ready_text.encode() in log.read():
                     return
-            assert self.process is not None
-            if self.process.poll() is not None:
+            if self.process is None or self.process.poll() is not None:
                 break
             time.sleep(0.1)
         tail = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
@@ -342,10 +341,14 @@ class RocketMQCluster:
         self.wait_registered()
         return self.namesrv_address
 
+    def _started_namesrv(self) -> NameServerProcess:
+        if self.namesrv is None:
+            raise RuntimeError("the cluster is not started: call start() first")
+        return self.namesrv
+
     @property
     def namesrv_address(self) -> str:
-        assert self.namesrv is not None, "start() first"
-        return self.namesrv.address
+        return self._started_namesrv().address
 
     def transport(self) -> RemotingTransport:
         return RemotingTransport([self.namesrv_address])
@@ -382,8 +385,7 @@ class RocketMQCluster:
         self.wait_registered([name])
 
     def restart_namesrv(self) -> None:
-        assert self.namesrv is not None
-        self.namesrv.restart()
+        self._started_namesrv().restart()
         self.wait_registered()  # brokers register every 30 s (``registerNameServerPeriod``)
 
     def stop(self) -> None:
@@ -475,8 +477,7 @@ class JavaPeer:
         threading.Thread(target=self._follow, daemon=True).start()
 
     def _follow(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
+        for line in self.process.stdout or ():
             kind, _, payload = line.strip().partition(" ")
             if kind not in ("STARTED", "ALLOC", "MSG", "STOPPED"):
                 continue  # the JVM's own logging
@@ -540,8 +541,8 @@ def _signals_stop() -> Iterator[threading.Event]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rocket_rebalance.runtime.rocketmq``: run a cluster until Ctrl-C (``make rocketmq``)."""
-    parser = argparse.ArgumentParser(prog="python -m rocket_rebalance.runtime.rocketmq", description=main.__doc__)
+    """``python -m rocket_rebalance.lab.rocketmq``: run a cluster until Ctrl-C (``make rocketmq``)."""
+    parser = argparse.ArgumentParser(prog="python -m rocket_rebalance.lab.rocketmq", description=main.__doc__)
     parser.add_argument("--brokers", type=int, default=1, help="number of brokers (broker-a, broker-b, ...)")
     parser.add_argument("--workdir", type=Path, help="where configs and logs go (default: a temporary folder)")
     parser.add_argument("--topic", action="append", default=[], metavar="NAME:QUEUES", help="create a topic")

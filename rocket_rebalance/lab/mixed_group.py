@@ -11,18 +11,18 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster
+from rocket_rebalance.lab.stub_cluster import ConsumerProcess, start_consume_process
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.local_cluster import ConsumerProcess, start_consume_process
-from rocket_rebalance.runtime.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.strategies import create_strategy
 
-__all__ = ["MixedGroup", "assert_each_queue_once", "new_topic", "wait_until"]
+__all__ = ["PYTHON_ARGS", "MixedGroup", "new_topic", "ownership_problems"]
 
 Queue = tuple[str, int]  # (broker name, queue ID)
 PYTHON_ARGS = (
@@ -43,16 +43,6 @@ def new_topic(cluster: RocketMQCluster, prefix: str, queue_nums: int = 8) -> str
     topic = f"{prefix}_{next(_topics)}_{int(time.time() * 1000) % 100000}"
     cluster.create_topic(topic, queue_nums)
     return topic
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "", poll: float = 0.2) -> float:
-    """Seconds until ``condition()`` held; an AssertionError naming ``what`` otherwise."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if condition():
-            return time.monotonic() - start
-        time.sleep(poll)
-    raise AssertionError(f"not reached within {timeout} s: {what or getattr(condition, '__name__', 'condition')}")
 
 
 class MixedGroup:
@@ -88,7 +78,8 @@ class MixedGroup:
 
     def java(self, instance: str, orderly: bool = False, work_ms: int = 0, strategy: str | None = None) -> JavaPeer:
         """A Java consumer of the group, with the group's strategy unless told (a Java client has only Java's)."""
-        assert self.cluster.lib is not None
+        if self.cluster.lib is None:
+            raise RuntimeError("the cluster is not started: start() it before adding Java members")
         peer = JavaPeer(
             self.cluster.lib,
             self.work_dir,
@@ -222,9 +213,15 @@ class MixedGroup:
         self.transport.close()
 
 
-def assert_each_queue_once(group: MixedGroup) -> None:
-    """Every queue of the topic is owned by exactly one live member."""
-    owned = group.ownership()
-    union = Counter(q for queues in owned.values() for q in queues)
-    assert set(union) == {(mq.broker_name, mq.queue_id) for mq in group.queues}, group.describe()
-    assert all(count == 1 for count in union.values()), group.describe()
+def ownership_problems(group: MixedGroup) -> list[str]:
+    """What breaks "every queue of the topic is owned by exactly one live member", one line per queue (empty when
+    the group is sound), so a test asserts on them and the demo prints them."""
+    union = Counter(q for queues in group.ownership().values() for q in queues)
+    topic = {(mq.broker_name, mq.queue_id) for mq in group.queues}
+    problems = [f"{broker}:{queue_id} owned by nobody" for broker, queue_id in sorted(topic - set(union))]
+    for (broker, queue_id), count in sorted(union.items()):
+        if (broker, queue_id) not in topic:
+            problems.append(f"{broker}:{queue_id} owned, but not a queue of {group.topic}")
+        elif count > 1:
+            problems.append(f"{broker}:{queue_id} owned by {count} members")
+    return problems

@@ -14,16 +14,15 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocket_rebalance.admin.reads import consumer_progress
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.admin import consumer_progress
 from rocket_rebalance.runtime.transport import GRPC_SCHEME
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
@@ -52,8 +51,7 @@ class StubProcess:
         self._process = subprocess.Popen(
             _python_module("nameserver_stub", *args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline().strip()
+        line = self._process.stdout.readline().strip() if self._process.stdout else ""
         if not line:
             raise RuntimeError(f"nameserver_stub did not start (exit {self._process.wait(5)})")
         self.address = line
@@ -85,8 +83,7 @@ class ConsumerProcess:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def follow(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
+        for line in self.process.stdout or ():
             try:
                 event = json.loads(line)
             except ValueError:
@@ -261,12 +258,3 @@ class LocalCluster:
                     item = json.loads(line)
                     counts[(item["topic"], item["broker"], item["queue"], item["offset"])] += 1
         return Delivery(counts)
-
-    def wait_until(self, condition: Callable[[], bool], timeout: float = 30.0, poll: float = 0.1) -> float:
-        """Seconds until ``condition()`` held; raises ``TimeoutError`` naming the condition otherwise."""
-        start = time.monotonic()
-        while time.monotonic() - start < timeout:
-            if condition():
-                return time.monotonic() - start
-            time.sleep(poll)
-        raise TimeoutError(f"{getattr(condition, '__name__', 'condition')} not reached within {timeout} s")
