@@ -70,7 +70,7 @@ class _Recorder:
 
 
 def _run_consume(args: argparse.Namespace) -> int:
-    from rocket_rebalance.core import ConsumeFromWhere, MessageModel
+    from rocket_rebalance.model import ConsumeFromWhere, MessageModel
     from rocket_rebalance.runtime.consumer import PushConsumer, default_client_id
     from rocket_rebalance.runtime.transport import Message
 

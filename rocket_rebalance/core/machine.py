@@ -124,6 +124,7 @@ from rocket_rebalance.core.events import (
 )
 from rocket_rebalance.core.process_queue import ProcessQueue
 from rocket_rebalance.model import (
+    RETRY_GROUP_TOPIC_PREFIX,
     MessageQueue,
     prepare_rebalance_input,
     retry_topic,
@@ -539,7 +540,7 @@ class RebalanceCore:
             self._activate(entry, event.offset, now)
             return
         where = self.config.consume_from_where
-        is_retry = event.mq.topic.startswith("%RETRY%")
+        is_retry = event.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             self._activate(entry, 0, now)
         elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:

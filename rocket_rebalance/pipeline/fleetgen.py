@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import MessageQueue, retry_topic, sort_client_ids
+from rocket_rebalance.model import PERM_READ, PERM_WRITE, MessageQueue, retry_topic, sort_client_ids
 from rocket_rebalance.pipeline.settings import parse_strategy
 from rocket_rebalance.pipeline.sides import ViewPlans, topic_queues
 from rocket_rebalance.strategies import java_compatible
@@ -128,7 +128,7 @@ def generate_fleet(
         name = f"{'Room' if room_topic else 'Topic'}_{k:06d}"
         topics.append((name, brokers, queues))
         for broker in brokers:
-            yield "routes", {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": 6}
+            yield "routes", {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": PERM_READ | PERM_WRITE}
     for g in range(groups):
         group = f"GID_{g:07d}"
         draw = rng.random()
@@ -172,7 +172,7 @@ def generate_fleet(
         )
         subscribed = [name for name, _, _ in chosen]
         group_routes = [
-            {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": 6}
+            {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": PERM_READ | PERM_WRITE}
             for name, brokers, queues in chosen
             for broker in brokers
         ]
@@ -180,7 +180,7 @@ def generate_fleet(
             retry = retry_topic(group)
             subscribed.append(retry)
             for broker in chosen[0][1]:
-                route = {"topic": retry, "broker": broker, "read_queue_nums": 1, "perm": 6}
+                route = {"topic": retry, "broker": broker, "read_queue_nums": 1, "perm": PERM_READ | PERM_WRITE}
                 group_routes.append(route)
                 yield "routes", route
         for name in subscribed:

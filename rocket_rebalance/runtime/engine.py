@@ -483,8 +483,8 @@ class Engine:
         registration = GroupRegistration(
             self.config.consumer_group,
             push=self.config.push_consumer,
-            clustering=self.config.message_model.value == "CLUSTERING",
-            consume_from_where=self.config.consume_from_where.value,
+            message_model=self.config.message_model,
+            consume_from_where=self.config.consume_from_where,
             topics=topics,
         )
         for broker in self._brokers() if brokers is None else brokers:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.remoting import (
     FrameDecoder,
     RemotingCommand,
@@ -351,7 +351,11 @@ def test_heartbeats_carry_the_retry_topic_and_java_enum_names(serve: Callable[[H
     transport = connected(server)
     try:
         transport.heartbeat(
-            "broker-a", "127.0.0.1@py", GroupRegistration("G", True, True, "CONSUME_FROM_LAST_OFFSET", ("TopicT",))
+            "broker-a",
+            "127.0.0.1@py",
+            GroupRegistration(
+                "G", True, MessageModel.CLUSTERING, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, ("TopicT",)
+            ),
         )
         sent = next(c for c in server.received if c.code == RequestCode.HEART_BEAT)
         data = json.loads(sent.body)

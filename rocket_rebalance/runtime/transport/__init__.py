@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.route import TopicRoute
 
 __all__ = [
@@ -104,8 +104,8 @@ class GroupRegistration:
 
     consumer_group: str
     push: bool
-    clustering: bool
-    consume_from_where: str  # CONSUME_FROM_LAST_OFFSET | CONSUME_FROM_FIRST_OFFSET | CONSUME_FROM_TIMESTAMP
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
     topics: tuple[str, ...]
     sub_version: int = 0
 

@@ -28,7 +28,7 @@ from rocket_rebalance._proto.v1 import (
     namesrv_pb2,
     namesrv_pb2_grpc,
 )
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.route import QueueData, RouteError, TopicRoute
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
@@ -56,9 +56,9 @@ _REPORT_GRACE = 2.0  # seconds our deadline exceeds the stub's wait, so its DEAD
 
 
 _CONSUME_FROM = {
-    "CONSUME_FROM_LAST_OFFSET": common_pb2.CONSUME_FROM_LAST_OFFSET,
-    "CONSUME_FROM_FIRST_OFFSET": common_pb2.CONSUME_FROM_FIRST_OFFSET,
-    "CONSUME_FROM_TIMESTAMP": common_pb2.CONSUME_FROM_TIMESTAMP,
+    ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET: common_pb2.CONSUME_FROM_LAST_OFFSET,
+    ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET: common_pb2.CONSUME_FROM_FIRST_OFFSET,
+    ConsumeFromWhere.CONSUME_FROM_TIMESTAMP: common_pb2.CONSUME_FROM_TIMESTAMP,
 }
 _MESSAGE_MODEL = {
     common_pb2.MESSAGE_MODEL_CLUSTERING: "CLUSTERING",
@@ -189,7 +189,7 @@ class GrpcTransport:
             group_name=group.consumer_group,
             consume_type=common_pb2.CONSUME_TYPE_PUSH if group.push else common_pb2.CONSUME_TYPE_PULL,
             message_model=common_pb2.MESSAGE_MODEL_CLUSTERING
-            if group.clustering
+            if group.message_model is MessageModel.CLUSTERING
             else common_pb2.MESSAGE_MODEL_BROADCASTING,
             consume_from_where=_CONSUME_FROM[group.consume_from_where],
             subscriptions=[common_pb2.SubscriptionData(topic=topic, sub_string="*") for topic in group.topics],

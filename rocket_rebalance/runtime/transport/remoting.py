@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rocket_rebalance.model import MessageQueue, retry_topic, sort_queues
+from rocket_rebalance.model import MessageModel, MessageQueue, retry_topic, sort_queues
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -362,14 +362,14 @@ class RemotingTransport:
 
     def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
         topics = set(group.topics)
-        if group.clustering:
+        if group.message_model is MessageModel.CLUSTERING:
             topics.add(retry_topic(group.consumer_group))  # as Java's copySubscription: one table for the group
         body = bodies.encode_heartbeat(
             client_id,
             group.consumer_group,
             consume_type="CONSUME_PASSIVELY" if group.push else "CONSUME_ACTIVELY",
-            message_model="CLUSTERING" if group.clustering else "BROADCASTING",
-            consume_from_where=group.consume_from_where,
+            message_model=group.message_model.value,
+            consume_from_where=group.consume_from_where.value,
             subscriptions=[bodies.Subscription(topic, "*", self._sub_version) for topic in sorted(topics)],
         )
         for address in self._addresses(broker).values():
