@@ -29,6 +29,8 @@ LAYERS = {
     "testing": 3,
     "tradeoffs": 3,
     "core": 4,
+    "snapshot_folder": 2,
+    "inputs": 2,
     "runtime": 5,
     "admin": 6,
     "lab": 7,
@@ -67,7 +69,16 @@ CORE_ALLOWED = ("__future__", "collections", "dataclasses", "enum", "math", "typ
 
 
 def _modules(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.py") if "_proto" not in p.parts)
+    """The modules under ``folder``; a folder with none fails the rule that walks it, so a rule over a renamed or
+    emptied folder cannot pass by checking nothing."""
+    found = sorted(p for p in folder.rglob("*.py") if "_proto" not in p.parts)
+    assert found, f"{folder.relative_to(ROOT)} holds no module: the rule walking it would check nothing"
+    return found
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:``: imports for annotations, never executed."""
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
 
 
 def _imports(path: Path, module_level_only: bool = False) -> set[str]:
@@ -77,7 +88,7 @@ def _imports(path: Path, module_level_only: bool = False) -> set[str]:
         stack: list[ast.AST] = list(tree.body)
         while stack:
             node = stack.pop()
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) or _type_checking_only(node):
                 continue
             nodes.append(node)
             stack.extend(ast.iter_child_nodes(node))
@@ -94,6 +105,43 @@ def _imports(path: Path, module_level_only: bool = False) -> set[str]:
 
 def _under(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(name: str, imported: ast.ImportFrom | ast.Import, known: set[str]) -> set[str]:
+    """The package modules an import loads by name: ``from a.b import c`` is ``a.b.c`` when that is a module (its
+    package ``a.b`` is loaded as a parent, which is no dependency on the package's own names), else ``a.b``."""
+    if isinstance(imported, ast.Import):
+        return {name} & known
+    submodules = {f"{name}.{alias.name}" for alias in imported.names} & known
+    names_of_the_module = len(submodules) < len(imported.names)
+    return submodules | ({name} & known if names_of_the_module else set())
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each package module's imports of other package modules, function-level ones included (a lazy import is a
+    dependency all the same: it only moves the moment the cycle bites)."""
+    paths = {_dotted(p): p for p in _modules(PACKAGE)}
+    known = set(paths)
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        edges: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        annotations_only = {id(n) for block in ast.walk(tree) if _type_checking_only(block) for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if id(node) in annotations_only:
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    edges |= _resolve(alias.name, node, known)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                edges |= _resolve(node.module, node, known)
+        graph[module] = edges - {module}
+    return graph
 
 
 def _part(path: Path) -> str:
@@ -177,3 +225,72 @@ def test_embedding_loads_no_wire_until_one_is_chosen() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def test_runtime_imports_neither_admin_nor_lab() -> None:
+    """What an application embeds loads no operator tool and no process harness."""
+    for path in _modules(PACKAGE / "runtime"):
+        for name in _imports(path):
+            assert not _under(name, ("rocket_rebalance.admin", "rocket_rebalance.lab")), f"{path.name}: {name}"
+
+
+def test_commands_import_no_core() -> None:
+    """The commands drive the runtime and the pure layers; the state machine is the runtime's business."""
+    for path in [*_modules(PACKAGE / "commands"), PACKAGE / "cli.py", *_modules(PACKAGE / "pipeline")]:
+        for name in _imports(path):
+            assert not _under(name, ("rocket_rebalance.core",)), f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_only_the_demo_imports_the_lab() -> None:
+    """Inside the package and the stub, only ``commands/demo.py`` imports the lab, and only inside functions."""
+    allowed = {PACKAGE / "commands" / "demo.py"}
+    for path in _modules(PACKAGE) + _modules(STUB) + _modules(ROOT / "tools"):
+        if PACKAGE / "lab" in path.parents:
+            continue
+        names = _imports(path, module_level_only=path in allowed)
+        lab = sorted(name for name in names if _under(name, ("rocket_rebalance.lab",)))
+        assert not lab, f"{path.relative_to(ROOT)} imports {lab}" + (" at module level" if path in allowed else "")
+
+
+def test_no_import_cycle_between_the_package_modules() -> None:
+    graph = _import_graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycle = path[path.index(target) :] + [target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    """The graph the cycle rule walks has edges for lazy and ``from package import module`` imports alike."""
+    graph = _import_graph()
+    assert "rocket_rebalance.lab.stub_cluster" in graph["rocket_rebalance.lab.mixed_group"]
+    assert "rocket_rebalance.lab.stub_cluster" in graph["rocket_rebalance.commands.demo"]  # inside a function
+
+
+@pytest.mark.parametrize("argv", [[], ["allocate-mq", "--help"]], ids=["import", "allocate-mq --help"])
+def test_the_command_line_loads_no_lab_module(argv: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from rocket_rebalance.cli import main\n"
+        f"try:\n    main({argv!r}) if {bool(argv)!r} else None\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('rocket_rebalance.lab')), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    if argv:
+        assert "allocate-mq" in done.stdout  # the help was printed: the command line was really parsed
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -25,6 +25,7 @@ from rocket_rebalance.commands.options import (
     build_strategies,
     build_strategy,
 )
+from rocket_rebalance.inputs import read_input_text
 from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue
 from rocket_rebalance.mqadmin import (
     MQADMIN_GROUP,
@@ -80,7 +81,7 @@ def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
             )
         paths = files * len(topics) if len(files) == 1 else files
         return [
-            TopicRoute.from_json(topic, path.read_text(encoding="utf-8"), str(path))
+            TopicRoute.from_json(topic, read_input_text(path, "--route"), str(path))
             for topic, path in zip(topics, paths, strict=True)
         ]
     from rocket_rebalance.admin.reads import fetch_route  # a wire is loaded only for a server
@@ -208,7 +209,7 @@ def _read_members(args: argparse.Namespace) -> list[str]:
     if args.ip_list is not None:
         return parse_id_list(args.ip_list)
     if args.members is not None:
-        text = args.members.read_text(encoding="utf-8")
+        text = read_input_text(args.members, "--members")
         if text.lstrip().startswith("["):
             try:
                 members = json.loads(text)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from rocket_rebalance.inputs import InputFileError, read_input_text
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.transport import Transport, TransportError
 
@@ -118,9 +119,11 @@ class LocalFileOffsetStore:
         problems: list[str] = []
         for candidate in (self.path, self._backup):
             try:
-                offsets = _parse_offsets(candidate.read_text(encoding="utf-8"))
+                offsets = _parse_offsets(read_input_text(candidate, "offsets file"))
             except FileNotFoundError:
                 continue
+            except InputFileError as error:  # /dev/zero, a FIFO, a huge file: named by mistake, not damaged
+                raise OffsetStoreError(str(error)) from None
             except OSError as error:  # not a missing file but an unusable place: starting empty would lose offsets
                 raise OffsetStoreError(f"cannot read {candidate}: {error}") from None
             except (ValueError, TypeError) as error:  # not from a crash (rename is atomic); from a person, say
