@@ -189,7 +189,14 @@ def test_only_the_wire_modules_import_a_wire() -> None:
     """Code written against the transport interface loads neither gRPC nor the remoting codec."""
     wires = {
         ("grpc", "rocket_rebalance._proto"): {"runtime/transport/grpc.py"},
-        ("rocket_rebalance.remoting",): {"runtime/transport/remoting.py", "runtime/transport/connection.py"},
+        ("rocket_rebalance.remoting",): {
+            "runtime/transport/remoting.py",
+            "runtime/transport/remoting_pool.py",
+            "runtime/transport/remoting_inbound.py",
+            "runtime/transport/remoting_admin.py",
+            "runtime/transport/remoting_producer.py",
+            "runtime/transport/connection.py",
+        },
     }
     for path in _modules(PACKAGE / "runtime") + _modules(PACKAGE / "commands"):
         relative = str(path.relative_to(PACKAGE))

@@ -1,0 +1,179 @@
+"""The requests a broker sends us on our own connection, answered as the Java client answers them.
+
+A RocketMQ broker talks back on the connection a consumer opened (it keys the consumer by it), so this is part of
+the remoting transport rather than a server of its own. NOTIFY_CONSUMER_IDS_CHANGED (oneway, never answered) wakes
+a rebalance through the notification stream of :meth:`RemotingInbound.connect`; GET_CONSUMER_RUNNING_INFO and
+CONSUME_MESSAGE_DIRECTLY are answered from the consumer given to :meth:`RemotingInbound.attach`; anything else that
+expects an answer gets REQUEST_CODE_NOT_SUPPORTED. Answers are built on a small pool of their own, because building
+one waits for the consumer, and the connection's reader must go on delivering responses meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, bodies, message, response_to
+from rocket_rebalance.runtime.transport import (
+    BrokerRequests,
+    NotificationStream,
+    TransportError,
+    running_info_properties,
+)
+from rocket_rebalance.runtime.transport.connection import Connection
+from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool, stored_message
+
+__all__ = ["RemotingInbound"]
+
+log = logging.getLogger("rocket_rebalance.runtime.remoting")
+
+
+class _Notifications:
+    """The groups a broker notified on one connection, until the connection ends or ``cancel()``."""
+
+    _END = object()
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._error: TransportError | None = None
+
+    def push(self, group: str) -> None:
+        self._queue.put(group)
+
+    def end(self, error: TransportError | None) -> None:
+        self._error = error
+        self._queue.put(self._END)
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                if self._error is not None:
+                    raise self._error
+                return
+            assert isinstance(item, str)
+            yield item
+
+    def cancel(self) -> None:
+        self.end(None)
+
+
+class RemotingInbound(RemotingPool):
+    """The pool's answers to the requests brokers send on its connections."""
+
+    def __init__(self, namesrv_addrs: Sequence[str], timeout: float = 5.0) -> None:
+        super().__init__(namesrv_addrs, timeout)
+        self._streams: dict[str, list[_Notifications]] = {}
+        self._streams_lock = threading.Lock()
+        self._client: BrokerRequests | None = None
+        self._inbound = ThreadPoolExecutor(2, thread_name_prefix="rr-inbound")
+
+    def attach(self, client: BrokerRequests) -> None:
+        self._client = client
+
+    def connect(self, broker: str, client_id: str) -> NotificationStream:
+        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master, until it closes."""
+        address = self._master(broker)
+        connection = self._connection(address)
+        stream = _Notifications(address)
+        with self._streams_lock:
+            self._streams.setdefault(address, []).append(stream)
+        if not connection.alive:
+            stream.end(TransportError(f"connection to {address} closed", "UNAVAILABLE"))
+        return stream
+
+    def _connection_ended(self, address: str, error: TransportError) -> None:
+        with self._streams_lock:
+            streams = self._streams.pop(address, [])
+        for stream in streams:
+            stream.end(None if self._closed else error)
+
+    def _on_request(self, connection: Connection, command: RemotingCommand) -> None:
+        """Runs on the connection's reader: oneway notifications at once, anything slower on the inbound pool."""
+        if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            group = command.ext.get("consumerGroup", "")
+            with self._streams_lock:
+                streams = list(self._streams.get(connection.address, ()))
+            for stream in streams:
+                stream.push(group)
+            return  # oneway: answering it would be a protocol error
+        if command.is_oneway:
+            log.debug("%s sent oneway request code %d; ignored", connection.address, command.code)
+            return
+        self._inbound.submit(self._answer, connection, command)
+
+    def _answer(self, connection: Connection, command: RemotingCommand) -> None:
+        try:
+            reply = self._reply(command)
+        except Exception as error:  # Java answers SYSTEM_ERROR with the exception's text
+            log.exception("answering request code %d from %s failed", command.code, connection.address)
+            reply = response_to(command, ResponseCode.SYSTEM_ERROR, remark=f"{type(error).__name__}: {error}")
+        try:
+            connection.send(reply)
+        except TransportError as error:
+            log.debug("could not answer %s: %s", connection.address, error)
+
+    def _reply(self, command: RemotingCommand) -> RemotingCommand:
+        client = self._client
+        if command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            if client is None:
+                return response_to(command, ResponseCode.SYSTEM_ERROR, remark="no consumer runs on this connection")
+            return response_to(command, ResponseCode.SUCCESS, body=self._running_info_body(client))
+        if command.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            if client is None:
+                return response_to(command, ResponseCode.SYSTEM_ERROR, remark="no consumer runs on this connection")
+            stored = message.decode_messages(command.body)
+            if len(stored) != 1:
+                return response_to(command, ResponseCode.SYSTEM_ERROR, remark=f"{len(stored)} messages, expected 1")
+            item = stored[0]
+            broker = command.ext.get("brokerName", "")
+            started = time.monotonic()
+            consumed, remark = client.consume_directly(
+                stored_message(MessageQueue(item.topic, broker, item.queue_id), item)
+            )
+            body = bodies.encode_consume_directly_result(
+                order=False,
+                auto_commit=True,
+                consume_result="CR_SUCCESS" if consumed else "CR_THROW_EXCEPTION",
+                remark=remark,
+                spent_ms=int((time.monotonic() - started) * 1000),
+            )
+            return response_to(command, ResponseCode.SUCCESS, body=body)
+        return response_to(
+            command,
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+            remark=f"request code {command.code} is not supported by rocket-rebalance (Python)",
+        )
+
+    def _running_info_body(self, client: BrokerRequests) -> bytes:
+        info = client.running_info()
+        properties = running_info_properties(info, self.address)
+        subscriptions = [bodies.Subscription(topic, "*", self._sub_version) for topic in info.topics]
+        table = {
+            mq: bodies.ProcessQueueInfo(
+                commitOffset=row.commit_offset,
+                cachedMsgMinOffset=row.cached_min_offset,
+                cachedMsgMaxOffset=row.cached_max_offset,
+                cachedMsgCount=row.cached_count,
+                locked=row.locked,
+                droped=row.dropped,
+                lastPullTimestamp=row.last_pull_ms,
+                lastConsumeTimestamp=row.last_consume_ms,
+            )
+            for mq, row in info.queues.items()
+        }
+        status = {
+            topic: bodies.ConsumeStatus(consumeOKTPS=0.0, consumeFailedMsgs=info.consumed_failed)
+            for topic in info.topics
+        }
+        return bodies.encode_running_info(properties, subscriptions, table, status)
+
+    def close(self) -> None:
+        super().close()
+        self._inbound.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,310 @@
+"""The remoting transport's connection pool: one TCP connection per address, shared by every role.
+
+Every part of :class:`~rocket_rebalance.runtime.transport.remoting.RemotingTransport` (the consumer's wire, the
+operator's reads, the producer, the answers to requests a broker sends us) talks through this one pool, because the
+broker keys a consumer by its connection: heartbeats, pulls and the unregister must travel on the same one, and a
+broker's requests to the consumer (notifications, running info) arrive on it too.
+
+The pool knows which address to use: the name servers of the list are tried in turn, from the one that answered
+last; brokers are named as in routes, and their addresses are learnt from every route and from the cluster info
+(:meth:`RemotingPool.route`, :meth:`RemotingPool.brokers`, the two name-server reads every role relies on). A
+connection that fails is reopened on the next call, with a backoff (0.2 s doubling to 5 s) so a broker that is down
+is not hammered; a response ``GO_AWAY`` (a broker shutting down) retires the connection and the request is sent
+once more on a new one.
+
+Credentials and TLS belong here when they come: every connection is opened by :meth:`RemotingPool._open` (where a
+TLS socket would be made), and every request we send leaves through :meth:`RemotingPool._call` or
+:meth:`RemotingPool._request` (where an ACL signature would be added to the request's header fields, as Java's
+``AclClientRPCHook`` does).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.remoting import (
+    ProtocolError,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    bodies,
+    headers,
+    message,
+    request,
+)
+from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.runtime.transport import Message, TransportError
+from rocket_rebalance.runtime.transport.connection import Completion, Connection
+
+__all__ = ["RemotingPool", "int_field", "stored_message", "wire_error"]
+
+log = logging.getLogger("rocket_rebalance.runtime.remoting")
+
+_BACKOFF = (0.2, 5.0)
+_CODE_NAMES: dict[int, str] = {
+    ResponseCode.TOPIC_NOT_EXIST: "NOT_FOUND",
+    ResponseCode.QUERY_NOT_FOUND: "NOT_FOUND",
+    ResponseCode.CONSUMER_NOT_ONLINE: "NOT_FOUND",
+    ResponseCode.SYSTEM_BUSY: "UNAVAILABLE",
+    ResponseCode.SERVICE_NOT_AVAILABLE: "UNAVAILABLE",
+    ResponseCode.NO_PERMISSION: "PERMISSION_DENIED",
+}
+
+
+def wire_error(name: str, address: str, answer: RemotingCommand) -> TransportError:
+    """A non-success response as a TransportError naming the call, the address, the code and the remark."""
+    try:
+        code_name = ResponseCode(answer.code).name
+    except ValueError:
+        code_name = f"code {answer.code}"
+    remark = (answer.remark or "").strip().splitlines()
+    text = f"{name} at {address}: {code_name}" + (f" {remark[0]}" if remark else "")
+    return TransportError(text, _CODE_NAMES.get(answer.code, code_name))
+
+
+def int_field(answer: RemotingCommand, field: str, name: str, address: str) -> int:
+    """A numeric response-header field; a missing or malformed one is the server's fault, said in one line."""
+    try:
+        return headers.int_field(answer, field, f"the answer to {name} from {address}")
+    except ProtocolError as error:
+        raise TransportError(str(error), "INTERNAL") from None
+
+
+def stored_message(mq: MessageQueue, stored: message.StoredMessage) -> Message:
+    """A message as the broker stores it (a pull's body, a CONSUME_MESSAGE_DIRECTLY request) as a :class:`Message`."""
+    return Message(
+        mq,
+        stored.queue_offset,
+        stored.msg_id,
+        stored.body,
+        stored.tags,
+        stored.keys,
+        stored.properties,
+        commit_log_offset=stored.commit_log_offset,
+        reconsume_times=stored.reconsume_times,
+        born_timestamp_ms=stored.born_timestamp,
+        store_timestamp_ms=stored.store_timestamp,
+    )
+
+
+@dataclass
+class _Link:
+    """What the pool knows of one address: its live connection and, after failures, when to try again."""
+
+    lock: threading.Lock
+    connection: Connection | None = None
+    retry_at: float = 0.0
+    backoff: float = _BACKOFF[0]
+    last_error: TransportError | None = None
+
+
+class RemotingPool(ABC):
+    """Connections to the name servers ``namesrv_addrs`` and the brokers their routes name, one per address.
+
+    The requests a server sends on a connection go to :meth:`_on_request`, and the end of a connection is told to
+    :meth:`_connection_ended`: what answers them (``remoting_inbound``) implements both."""
+
+    def __init__(self, namesrv_addrs: Sequence[str], timeout: float = 5.0) -> None:
+        if not namesrv_addrs:
+            raise ValueError("at least one name-server address is needed")
+        self._namesrvs = list(namesrv_addrs)
+        self._namesrv_index = random.randrange(len(self._namesrvs))  # Java spreads clients over the list too
+        self.address = ";".join(self._namesrvs)
+        self._timeout = timeout
+        self._links: dict[str, _Link] = {}
+        self._links_lock = threading.Lock()
+        self._broker_addrs: dict[str, dict[int, str]] = {}
+        self._addrs_lock = threading.Lock()
+        self._sub_version = int(time.time() * 1000)  # the subscriptions' version in heartbeats, pulls, running info
+        self._closed = False
+
+    @abstractmethod
+    def _on_request(self, connection: Connection, command: RemotingCommand) -> None:
+        """A request the server sent on ``connection``; runs on the connection's reader, so it must not block."""
+
+    @abstractmethod
+    def _connection_ended(self, address: str, error: TransportError) -> None:
+        """The connection to ``address`` ended with ``error`` (after the pool has forgotten it)."""
+
+    # ------------------------------------------------------------------ connections
+
+    def _link(self, address: str) -> _Link:
+        with self._links_lock:
+            link = self._links.get(address)
+            if link is None:
+                link = self._links[address] = _Link(threading.Lock())
+            return link
+
+    def _open(self, address: str) -> Connection:
+        """A new connection to ``address`` (TLS, when it comes, is chosen here)."""
+        return Connection.open(address, self._timeout, self._on_request, self._on_close)
+
+    def _connection(self, address: str) -> Connection:
+        if self._closed:
+            raise TransportError(f"transport to {address} is closed", "UNAVAILABLE")
+        link = self._link(address)
+        with link.lock:
+            if link.connection is not None and link.connection.alive:
+                return link.connection
+            now = time.monotonic()
+            if now < link.retry_at and link.last_error is not None:
+                raise TransportError(f"{link.last_error} (next try in {link.retry_at - now:.1f} s)", "UNAVAILABLE")
+            try:
+                link.connection = self._open(address)
+            except TransportError as error:
+                link.last_error = error
+                link.retry_at = now + link.backoff
+                link.backoff = min(_BACKOFF[1], link.backoff * 2)
+                raise
+            link.backoff = _BACKOFF[0]
+            link.last_error = None
+            return link.connection
+
+    def _on_close(self, connection: Connection, error: TransportError) -> None:
+        link = self._link(connection.address)
+        with link.lock:
+            if link.connection is connection:
+                link.connection = None
+                if error.code in ("FAILED_PRECONDITION",):  # a server of another kind: do not retry at once
+                    link.last_error, link.retry_at = error, time.monotonic() + _BACKOFF[1]
+        self._connection_ended(connection.address, error)
+
+    # ------------------------------------------------------------------ requests
+
+    def _call(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """One request and its response; a GO_AWAY answer retires the connection and the request goes again."""
+        for attempt in (1, 2):
+            connection = self._connection(address)
+            answer = connection.call(name, command, timeout or self._timeout)
+            if answer.code != ResponseCode.GO_AWAY or attempt == 2:
+                return answer
+            log.info("%s answered GO_AWAY: reconnecting", address)
+            connection.close()
+        raise AssertionError("unreachable")
+
+    def _request(
+        self, connection: Connection, name: str, command: RemotingCommand, timeout: float, done: Completion
+    ) -> None:
+        """One request whose answer (or failure) goes to ``done`` on the connection's reader: no thread waits."""
+        connection.request(name, command, timeout, done)
+
+    def _each(
+        self, address: str, name: str, commands: Sequence[RemotingCommand], timeout: float | None = None
+    ) -> list[RemotingCommand | TransportError]:
+        """Send several requests on one connection at once and wait for all answers (in order)."""
+        results: list[RemotingCommand | TransportError | None] = [None] * len(commands)
+        remaining = [len(commands)]
+        finished = threading.Event()
+        lock = threading.Lock()
+        if not commands:
+            return []
+        try:
+            connection = self._connection(address)
+        except TransportError as error:
+            return [error] * len(commands)
+
+        def done_at(index: int) -> Callable[[RemotingCommand | TransportError], None]:
+            def done(result: RemotingCommand | TransportError) -> None:
+                results[index] = result
+                with lock:
+                    remaining[0] -= 1
+                    if remaining[0] == 0:
+                        finished.set()
+
+            return done
+
+        for index, command in enumerate(commands):
+            self._request(connection, name, command, timeout or self._timeout, done_at(index))
+        finished.wait()
+        return [result for result in results if result is not None]
+
+    def _ok(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        answer = self._call(address, name, command, timeout)
+        if answer.code != ResponseCode.SUCCESS:
+            raise wire_error(name, address, answer)
+        return answer
+
+    def _namesrv_call(self, name: str, command: RemotingCommand) -> tuple[str, RemotingCommand]:
+        """Ask the name servers in turn, from the one that answered last, until one answers."""
+        last: TransportError | None = None
+        for step in range(len(self._namesrvs)):
+            index = (self._namesrv_index + step) % len(self._namesrvs)
+            address = self._namesrvs[index]
+            try:
+                answer = self._call(address, name, command)
+            except TransportError as error:
+                if error.code not in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+                    raise
+                last = error
+                continue
+            self._namesrv_index = index
+            return address, answer
+        assert last is not None
+        raise last
+
+    # ------------------------------------------------------------------ where the brokers are
+
+    def route(self, topic: str) -> TopicRoute:
+        address, answer = self._namesrv_call(
+            "GET_ROUTEINFO_BY_TOPIC",
+            request(RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.get_route_info(topic)),
+        )
+        if answer.code != ResponseCode.SUCCESS:
+            raise wire_error(f"route of {topic}", address, answer)
+        try:
+            data = bodies.parse_route(topic, answer.body)
+        except ProtocolError as error:
+            raise TransportError(f"route of {topic} from {address}: {error}", "INTERNAL") from None
+        self._learn(data.broker_addrs)
+        return data.route
+
+    def brokers(self) -> dict[str, str]:
+        """Every broker's master address, from the name server's cluster info."""
+        address, answer = self._namesrv_call("GET_BROKER_CLUSTER_INFO", request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        if answer.code != ResponseCode.SUCCESS:
+            raise wire_error("cluster info", address, answer)
+        try:
+            info = bodies.parse_cluster_info(answer.body)
+        except ProtocolError as error:
+            raise TransportError(f"cluster info from {address}: {error}", "INTERNAL") from None
+        self._learn(info.broker_addrs)
+        return {name: addrs[0] for name, addrs in sorted(info.broker_addrs.items()) if 0 in addrs}
+
+    def _addresses(self, broker: str) -> dict[int, str]:
+        """The broker's addresses from the routes learnt so far, else from the name server's cluster info."""
+        with self._addrs_lock:
+            addrs = self._broker_addrs.get(broker)
+        if not addrs:
+            self.brokers()  # learns every broker's addresses
+            with self._addrs_lock:
+                addrs = self._broker_addrs.get(broker)
+        if not addrs:
+            raise TransportError(f"no broker named {broker} in the cluster at {self.address}", "NOT_FOUND")
+        return dict(addrs)
+
+    def _master(self, broker: str) -> str:
+        addrs = self._addresses(broker)
+        if 0 not in addrs:
+            raise TransportError(f"broker {broker} has no master in the route from {self.address}", "UNAVAILABLE")
+        return addrs[0]
+
+    def _learn(self, broker_addrs: Mapping[str, Mapping[int, str]]) -> None:
+        with self._addrs_lock:
+            for broker, addrs in broker_addrs.items():
+                self._broker_addrs[broker] = dict(addrs)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._links_lock:
+            connections = [link.connection for link in self._links.values() if link.connection is not None]
+        for connection in connections:
+            connection.close()
