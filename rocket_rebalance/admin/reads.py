@@ -12,13 +12,8 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.runtime.transport import (
-    AdminTransport,
-    ConnectionRow,
-    ProgressRow,
-    TransportError,
-    open_transport,
-)
+from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ProgressRow, TransportError
+from rocket_rebalance.runtime.transport.wire import open_transport
 
 __all__ = [
     "ConnectionRow",

@@ -35,14 +35,8 @@ from typing import Any, TextIO
 
 from rocket_rebalance.model import retry_topic, sort_queues
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.runtime.transport import (
-    AdminTransport,
-    ConnectionRow,
-    ConsumerReport,
-    TransportError,
-    open_transport,
-    parse_address,
-)
+from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
+from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
 from rocket_rebalance.strategies import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAcrossTopics,

@@ -141,7 +141,8 @@ def _run_consume(args: argparse.Namespace) -> int:
 
 
 def _run_produce(args: argparse.Namespace) -> int:
-    from rocket_rebalance.runtime.transport import TransportError, open_transport
+    from rocket_rebalance.runtime.transport import TransportError
+    from rocket_rebalance.runtime.transport.wire import open_transport
 
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise CommandError("--count and --size must be >= 0 and --batch >= 1")

@@ -23,7 +23,8 @@ from rocket_rebalance.runtime.offset_store import (
     RemoteOffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.transport import Transport, open_transport
+from rocket_rebalance.runtime.transport import Transport
+from rocket_rebalance.runtime.transport.wire import open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
 __all__ = ["WAIT_INTERVAL_ENV", "PushConsumer", "default_client_id"]

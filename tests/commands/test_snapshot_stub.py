@@ -13,7 +13,7 @@ import pytest
 
 from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_process
 from rocket_rebalance.lab.wait import wait_until
-from rocket_rebalance.runtime.transport import open_transport
+from rocket_rebalance.runtime.transport.wire import open_transport
 from tests.commands.conftest import RunCli
 
 pytestmark = pytest.mark.e2e

@@ -16,7 +16,8 @@ from rocket_rebalance.lab.stub_cluster import ConsumerProcess, StubProcess, star
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, TransportError, open_transport
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, TransportError
+from rocket_rebalance.runtime.transport.wire import open_transport
 from rocket_rebalance.strategies import create_strategy
 
 pytestmark = pytest.mark.e2e

@@ -18,7 +18,8 @@ from rocket_rebalance._proto.v1 import admin_pb2
 from rocket_rebalance.admin.reads import consumer_connection, consumer_progress
 from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_process
 from rocket_rebalance.lab.wait import wait_until
-from rocket_rebalance.runtime.transport import TransportError, open_transport
+from rocket_rebalance.runtime.transport import TransportError
+from rocket_rebalance.runtime.transport.wire import open_transport
 from tests.e2e.conftest import inject
 
 pytestmark = pytest.mark.e2e

@@ -1,7 +1,7 @@
-"""How a consumer talks to name servers and brokers: the interface, and the one rule that picks the wire.
+"""How a consumer talks to name servers and brokers: the interface.
 
 The runtime codes against :class:`Transport` only; this module imports no wire. Two implementations live beside
-it and are imported only when chosen:
+it and are imported only when :func:`.wire.open_transport` chooses one by the address's form:
 
 - :mod:`.remoting`: RocketMQ's own remoting protocol over TCP, for a real Apache RocketMQ cluster. Chosen by a
   name-server list in RocketMQ's own form, ``host:port`` or ``host:port;host:port``, which is what RocketMQ users
@@ -15,7 +15,6 @@ failures without knowing the wire.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -39,8 +38,6 @@ __all__ = [
     "RunningInfo",
     "Transport",
     "TransportError",
-    "open_transport",
-    "parse_address",
     "running_info_properties",
 ]
 
@@ -334,45 +331,3 @@ class AdminTransport(Transport, Protocol):
         with code ``NOT_FOUND`` when the consumer has no connection, ``DEADLINE_EXCEEDED`` when it does not
         answer in time."""
         ...
-
-
-_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")
-
-
-def parse_address(address: str) -> tuple[str, list[str]]:
-    """Split a name-server address into (wire, ``host:port`` list): ``grpc://host:port`` is the stub over gRPC,
-    ``host:port[;host:port...]`` a RocketMQ name-server list spoken to in remoting. Anything else is a
-    ``ValueError`` in one line that shows both forms."""
-    if not isinstance(address, str):
-        raise TypeError(f"a name-server address must be a str, got {type(address).__name__}")
-    wire, rest = ("grpc", address[len(GRPC_SCHEME) :]) if address.startswith(GRPC_SCHEME) else ("remoting", address)
-    parts = [part.strip() for part in rest.split(";")] if wire == "remoting" else [rest]
-    parts = [part for part in parts if part] if wire == "remoting" else parts
-    bad = [part for part in parts if not _valid_host_port(part)]
-    if not parts or bad:
-        shown = bad[0] if bad else address
-        raise ValueError(
-            f"name-server address {shown!r} is not HOST:PORT: give a RocketMQ name-server list like "
-            f"127.0.0.1:9876;127.0.0.2:9876, or grpc://HOST:PORT for nameserver_stub"
-        )
-    return wire, parts
-
-
-def _valid_host_port(part: str) -> bool:
-    match = _HOST_PORT.fullmatch(part)
-    return match is not None and 0 < int(match["port"]) < 65536
-
-
-def open_transport(address: str, token: str | None = None, timeout: float = 5.0) -> AdminTransport:
-    """The transport that ``address`` asks for (see :func:`parse_address`). ``token`` is the stub's shared token;
-    RocketMQ's own ACL is not supported, so a token with a RocketMQ address is refused rather than ignored."""
-    wire, addresses = parse_address(address)
-    if wire == "grpc":
-        from rocket_rebalance.runtime.transport.grpc import GrpcTransport
-
-        return GrpcTransport(addresses[0], token=token, timeout=timeout)
-    if token:
-        raise ValueError("--token is for nameserver_stub (grpc://...); RocketMQ ACL credentials are not supported")
-    from rocket_rebalance.runtime.transport.remoting import RemotingTransport
-
-    return RemotingTransport(addresses, timeout=timeout)
