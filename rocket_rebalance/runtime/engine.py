@@ -97,6 +97,11 @@ class ListenerError(Exception):
         self.__cause__ = error  # logged with its traceback, as the cause
 
 
+class PullAnswerError(Exception):
+    """A pull answer that cannot be right: its next offset lies below the requested one, or a message lies outside
+    the range it answers for (given to ``on_error``; see :meth:`Engine._checked_pull`)."""
+
+
 class ClientIdSharedError(Exception):
     """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
 
@@ -338,8 +343,8 @@ class Engine:
                         self._wake_at = self.core.next_wakeup
                 else:
                     item()
-            except Exception:  # nothing may stop the service thread: the consumer would freeze, alive but idle
-                log.exception("the rebalance service failed on %r", item)
+            except Exception as error:  # nothing may stop the service thread: it would freeze, alive but idle
+                self.health.failed("rebalance service", error, logging.ERROR, traceback=True)
 
     def _later(self, delay: float, callback: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + delay, next(self._sequence), callback))
@@ -352,12 +357,22 @@ class Engine:
         for action in actions:
             try:
                 self._carry_out(action)
-            except Exception:  # an action must never kill the service thread
-                log.exception("carrying out %r failed", action)
+            except Exception as error:  # an action must never kill the service thread
+                self.health.failed(f"carrying out {type(action).__name__}", error, logging.ERROR, traceback=True)
 
-    def _io_call(self, work: Callable[[], Event | None]) -> None:
+    def _io_call(self, what: str, work: Callable[[], Event | None]) -> None:
+        """Run ``work`` on the I/O pool and post the event it returns. Nobody reads the pool's futures, so an
+        exception the work did not expect (a codec error a wire let through, say) is reported here, under a kind
+        of its own: otherwise it would vanish, and the core would only see a request that never answered."""
+        kind = f"{what}: unexpected error"
+
         def run() -> None:
-            event = work()
+            try:
+                event = work()
+            except Exception as error:
+                self.health.failed(kind, error, logging.ERROR, traceback=True)
+                return
+            self.health.ok(kind)
             if event is not None:
                 self.post(event)
 
@@ -370,25 +385,27 @@ class Engine:
                 self._wake_at = at
             case FetchRoutes(topics=topics):
                 for topic in topics:
-                    self._io_call(partial(self._fetch_route, topic))
+                    self._io_call(f"route of {topic}", partial(self._fetch_route, topic))
             case FetchConsumerList(topic=topic):
-                self._io_call(lambda: self._fetch_consumers(topic))
+                self._io_call(f"member list for {topic}", lambda: self._fetch_consumers(topic))
             case SendHeartbeat(topics=topics):
                 self._topics = topics
-                self._io_call(lambda: self._heartbeat(topics))
+                self._io_call("heartbeat", lambda: self._heartbeat(topics))
             case LockQueues(broker_name=broker, queues=queues):
-                self._io_call(lambda: self._lock(broker, queues))
+                self._io_call(f"lock at {broker}", lambda: self._lock(broker, queues))
             case UnlockQueues(broker_name=broker, queues=queues):
-                self._io_call(lambda: self._unlock(broker, queues))
+                self._io_call(f"unlock at {broker}", lambda: self._unlock(broker, queues))
             case ReadOffset(mq=mq, request_id=request):
-                self._io_call(lambda: self._lookup(mq, request, lambda: self.offset_store.read(mq), OffsetRead))
+                stored = partial(self.offset_store.read, mq)
+                self._io_call(f"offset of {mq}", lambda: self._lookup(mq, request, stored, OffsetRead))
             case QueryMaxOffset(mq=mq, request_id=request):
-                self._io_call(lambda: self._lookup(mq, request, lambda: self.transport.max_offset(mq), OffsetQueried))
+                highest = partial(self.transport.max_offset, mq)
+                self._io_call(f"max offset of {mq}", lambda: self._lookup(mq, request, highest, OffsetQueried))
             case SearchOffset(mq=mq, request_id=request, timestamp_ms=at):
-                search = lambda: self.transport.search_offset(mq, at)  # noqa: E731
-                self._io_call(lambda: self._lookup(mq, request, search, OffsetQueried))
+                search = partial(self.transport.search_offset, mq, at)
+                self._io_call(f"offset search of {mq}", lambda: self._lookup(mq, request, search, OffsetQueried))
             case PersistOffsets(offsets=offsets):
-                self._io_call(lambda: self._persist(dict(offsets)))
+                self._io_call("persist offsets", lambda: self._persist(dict(offsets)))
             case StartQueue(mq=mq, offset=offset):
                 self._runs[mq] = _QueueRun(next(self._generations), offset)
                 if self.listener is not None:  # pull-style use: the application pulls the queues it is told of
@@ -599,12 +616,38 @@ class Engine:
         if status == PullStatus.OFFSET_ILLEGAL:
             self._handle(OffsetIllegal(mq, next_offset))
             return
+        messages, next_offset = self._checked_pull(mq, run.next_offset, next_offset, messages)
         run.next_offset = next_offset
         for message in messages:
             run.buffered[message.queue_offset] = message
         self._handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
         self._dispatch(mq)
         self._pull(mq)
+
+    def _checked_pull(
+        self, mq: MessageQueue, requested: int, next_offset: int, messages: tuple[Message, ...]
+    ) -> tuple[tuple[Message, ...], int]:
+        """A pull answer held to what it must be: messages in ``[requested, next_offset)``, and a next offset not
+        below the requested one. A broker (or anything posing as one) that answers otherwise would make us hand out
+        again what was consumed, endlessly (a next offset that goes back), or carry an impossible offset into every
+        later offset write. Java only logs "[BUG] pull message result maybe data wrong"; we also keep the queue
+        where it was and hand out only what lies in the range, and say so through health until the queue's answers
+        are sound again."""
+        kind = f"pull answers of {mq}"
+        wrong = [m.queue_offset for m in messages if not requested <= m.queue_offset < next_offset]
+        if next_offset >= requested and not wrong:
+            self.health.ok(kind)
+            return messages, next_offset
+        self.health.failed(
+            kind,
+            PullAnswerError(
+                f"[BUG] pull message result maybe data wrong: requested offset {requested}, next offset "
+                f"{next_offset}, {len(wrong)} of {len(messages)} messages outside [{requested}, {next_offset}) "
+                f"(first {wrong[:3]}); those are not handed out and the queue does not move back"
+            ),
+            logging.ERROR,
+        )
+        return tuple(m for m in messages if requested <= m.queue_offset < next_offset), max(next_offset, requested)
 
     def _dispatch(self, mq: MessageQueue) -> None:
         """Hand buffered messages to the listener while the core says the queue may give them out."""

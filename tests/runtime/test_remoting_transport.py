@@ -384,3 +384,39 @@ def test_a_malformed_number_in_an_answer_is_one_error(
         )
     finally:
         transport.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "call"),
+    [
+        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, b"not json", lambda t: t.consumer_list("broker-a", "G")),
+        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, b'{"consumerIdList":null}', lambda t: t.consumer_list("broker-a", "G")),
+        (RequestCode.LOCK_BATCH_MQ, b'{"lockOKMQSet":[{"topic":5}]}', lambda t: t.lock("broker-a", "G", "c", [MQ])),
+    ],
+    ids=["list not json", "list null", "lock set malformed"],
+)
+def test_a_success_answer_with_a_malformed_body_is_a_transport_error(
+    serve: Callable[[Handler], ScriptedServer], code: int, body: bytes, call: Callable[[RemotingTransport], object]
+) -> None:
+    """The engine expects transport errors from every call; a codec error escaping (probe finding 4) vanished."""
+    server = serve(broker_like(lambda c: response_to(c, ResponseCode.SUCCESS, body=body) if c.code == code else None))
+    transport = connected(server)
+    try:
+        with pytest.raises(TransportError) as raised:
+            call(transport)
+        assert raised.value.code == "INTERNAL" and RequestCode(code).name in str(raised.value)
+    finally:
+        transport.close()
+
+
+def test_one_offset_java_cannot_take_fails_only_its_own_write(serve: Callable[[Handler], ScriptedServer]) -> None:
+    server = serve(broker_like())
+    transport = connected(server)
+    bad, good = MessageQueue("TopicT", "broker-a", 0), MessageQueue("TopicT", "broker-a", 1)
+    try:
+        stored = transport.update_offsets("broker-a", "G", "c", {bad: 2**63, good: 7})
+        assert stored == {good: 7}
+        writes = [c for c in server.received if c.code == RequestCode.UPDATE_CONSUMER_OFFSET]
+        assert [(c.ext["queueId"], c.ext["commitOffset"]) for c in writes] == [("1", "7")]
+    finally:
+        transport.close()

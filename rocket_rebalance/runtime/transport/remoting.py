@@ -40,7 +40,7 @@ from rocket_rebalance.runtime.transport import (
 )
 from rocket_rebalance.runtime.transport.remoting_admin import RemotingAdminReads
 from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
-from rocket_rebalance.runtime.transport.remoting_pool import int_field, stored_message, wire_error
+from rocket_rebalance.runtime.transport.remoting_pool import int_field, parsed_body, stored_message, wire_error
 from rocket_rebalance.runtime.transport.remoting_producer import RemotingProducer
 
 __all__ = ["RemotingTransport"]
@@ -77,12 +77,13 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
             self._ok(address, f"UNREGISTER_CLIENT at {broker}", request(RequestCode.UNREGISTER_CLIENT, ext))
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
+        name = f"GET_CONSUMER_LIST_BY_GROUP {consumer_group} at {broker}"
         answer = self._ok(
             self._master(broker),
-            f"GET_CONSUMER_LIST_BY_GROUP {consumer_group} at {broker}",
+            name,
             request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, headers.get_consumer_list(consumer_group)),
         )
-        return bodies.parse_consumer_list(answer.body)
+        return parsed_body(bodies.parse_consumer_list, answer, name)
 
     def query_offsets(
         self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
@@ -109,13 +110,18 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
     ) -> dict[MessageQueue, int]:
         """Sent as requests, not oneway as Java does, so a lost write is known and retried by the core."""
         address = self._master(broker)
-        items = list(offsets.items())
-        commands = [
-            request(RequestCode.UPDATE_CONSUMER_OFFSET, headers.update_consumer_offset(consumer_group, mq, offset))
-            for mq, offset in items
-        ]
-        stored: dict[MessageQueue, int] = {}
+        items: list[tuple[MessageQueue, int]] = []
+        commands: list[RemotingCommand] = []
         failures: list[str] = []
+        for mq, offset in offsets.items():
+            try:  # one value Java cannot take fails its own queue's write, not the whole batch
+                ext = headers.update_consumer_offset(consumer_group, mq, offset)
+            except (ValueError, TypeError) as error:
+                failures.append(f"UPDATE_CONSUMER_OFFSET of {mq}: {error}")
+                continue
+            items.append((mq, offset))
+            commands.append(request(RequestCode.UPDATE_CONSUMER_OFFSET, ext))
+        stored: dict[MessageQueue, int] = {}
         for (mq, offset), answer in zip(items, self._each(address, "UPDATE_CONSUMER_OFFSET", commands), strict=True):
             if isinstance(answer, TransportError):
                 failures.append(str(answer))
@@ -131,10 +137,9 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
         self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
     ) -> set[MessageQueue]:
         body = bodies.encode_lock_body(consumer_group, client_id, queues)
-        answer = self._ok(
-            self._master(broker), f"LOCK_BATCH_MQ at {broker}", request(RequestCode.LOCK_BATCH_MQ, body=body)
-        )
-        return bodies.parse_lock_result(answer.body)
+        name = f"LOCK_BATCH_MQ at {broker}"
+        answer = self._ok(self._master(broker), name, request(RequestCode.LOCK_BATCH_MQ, body=body))
+        return parsed_body(bodies.parse_lock_result, answer, name)
 
     def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
         body = bodies.encode_lock_body(consumer_group, client_id, queues)

@@ -27,6 +27,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import (
@@ -43,7 +44,7 @@ from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import Message, TransportError
 from rocket_rebalance.runtime.transport.connection import Completion, Connection
 
-__all__ = ["RemotingPool", "int_field", "stored_message", "wire_error"]
+__all__ = ["RemotingPool", "int_field", "parsed_body", "stored_message", "wire_error"]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
@@ -58,6 +59,8 @@ _CODE_NAMES: dict[int, str] = {
 }
 
 
+T = TypeVar("T")
+
 def wire_error(name: str, address: str, answer: RemotingCommand) -> TransportError:
     """A non-success response as a TransportError naming the call, the address, the code and the remark."""
     try:
@@ -67,6 +70,16 @@ def wire_error(name: str, address: str, answer: RemotingCommand) -> TransportErr
     remark = (answer.remark or "").strip().splitlines()
     text = f"{name} at {address}: {code_name}" + (f" {remark[0]}" if remark else "")
     return TransportError(text, _CODE_NAMES.get(answer.code, code_name))
+
+
+def parsed_body(parse: Callable[[bytes], T], answer: RemotingCommand, name: str) -> T:
+    """A SUCCESS answer's body as ``parse`` reads it; a body the codec refuses is the server's fault, a
+    :class:`TransportError` naming the call like any other failure (never a codec error escaping to a caller that
+    only expects transport errors, where it would vanish)."""
+    try:
+        return parse(answer.body)
+    except ProtocolError as error:
+        raise TransportError(f"{name}: {error}", "INTERNAL") from None
 
 
 def int_field(answer: RemotingCommand, field: str, name: str, address: str) -> int:

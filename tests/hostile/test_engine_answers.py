@@ -1,0 +1,166 @@
+"""Answers no broker should give, and what the consumer does with them (probe 2026-11-24, findings 4, 5, 15):
+nothing vanishes in the engine's I/O tasks, and a pull answer outside its range neither re-delivers what was
+consumed nor carries an impossible offset into the offset writes.
+
+A real in-process stub serves the group; the consumer's transport is the real gRPC one with a single call
+altered, as a faulty or hostile broker would answer it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.remoting import ProtocolError
+from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message, PullResult, TransportError
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
+from tests.runtime.test_consumer import FAST, produce
+from tests.stub.conftest import StartStub, start_stub
+
+__all__ = ["start_stub"]  # the fixture, used by name
+
+JAVA_LONG_MAX = 2**63 - 1
+
+
+class Altered(GrpcTransport):
+    """The stub's transport with ``pull`` answers passed through ``alter`` and ``consumer_list`` optionally broken."""
+
+    def __init__(self, address: str, alter: Callable[[PullResult], PullResult] | None = None) -> None:
+        super().__init__(address)
+        self.alter = alter
+        self.broken_list: Exception | None = None
+
+    def pull(
+        self,
+        mq: MessageQueue,
+        consumer_group: str,
+        offset: int,
+        max_messages: int,
+        wait_ms: int,
+        done: Callable[[PullResult | TransportError], None],
+    ) -> None:
+        def altered(result: PullResult | TransportError) -> None:
+            done(result if isinstance(result, TransportError) or self.alter is None else self.alter(result))
+
+        super().pull(mq, consumer_group, offset, max_messages, wait_ms, altered)
+
+    def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
+        if self.broken_list is not None:
+            raise self.broken_list
+        return super().consumer_list(broker, consumer_group)
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.offsets: Counter[tuple[int, int]] = Counter()
+        self.errors: list[tuple[str, Exception]] = []
+        self.lock = threading.Lock()
+
+    def listener(self, batch: list[Message]) -> None:
+        with self.lock:
+            self.offsets.update((m.mq.queue_id, m.queue_offset) for m in batch)
+
+    def on_error(self, kind: str, error: Exception) -> None:
+        with self.lock:
+            self.errors.append((kind, error))
+
+
+def consumer(address: str, transport: Altered, seen: Seen, **extra: Any) -> PushConsumer:
+    return PushConsumer(
+        address,
+        "GID_hostile",
+        topics=["TopicTest"],
+        listener=seen.listener,
+        client_id="c1",
+        transport=transport,
+        on_error=seen.on_error,
+        **{**FAST, **extra},
+    )
+
+
+def wait(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_next_offset_that_goes_back_is_reported_and_delivers_nothing_twice(start_stub: StartStub) -> None:
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 10)
+    transport = Altered(address, lambda r: replace(r, next_begin_offset=0) if r.messages else r)
+    seen = Seen()
+    c = consumer(address, transport, seen)
+    c.start()
+    try:
+        assert wait(lambda: any("pull answers of" in kind for kind, _ in seen.errors))
+        time.sleep(1.0)  # the old code re-delivered the same messages thousands of times a second
+        with seen.lock:
+            assert all(count == 1 for count in seen.offsets.values()), seen.offsets.most_common(3)
+        problems = c.describe()["problems"]
+        assert any("data wrong" in text for kind, text in problems.items() if kind.startswith("pull answers of"))
+        assert not c.healthy
+    finally:
+        c.shutdown(10)
+
+
+def test_a_message_beyond_the_answers_range_is_not_handed_out_and_offsets_are_still_written(
+    start_stub: StartStub,
+) -> None:
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 10)
+
+    def plant(result: PullResult) -> PullResult:
+        first = result.messages[0] if result.messages else None
+        if first is None or first.mq != MessageQueue("TopicTest", "broker-a", 0) or first.queue_offset != 0:
+            return result
+        bogus = replace(result.messages[-1], queue_offset=JAVA_LONG_MAX)
+        return replace(result, messages=(*result.messages, bogus))
+
+    transport = Altered(address, plant)
+    seen = Seen()
+    c = consumer(address, transport, seen)
+    c.start()
+    try:
+        assert wait(lambda: sum(seen.offsets.values()) == 80)
+        check = GrpcTransport(address)
+        try:
+            committed = lambda: {  # noqa: E731
+                q: check.query_offsets(b, "GID_hostile", [MessageQueue("TopicTest", b, q)])
+                for b in ("broker-a", "broker-b")
+                for q in range(4)
+            }
+            assert wait(lambda: all(list(v.values()) == [10] for v in committed().values())), committed()
+        finally:
+            check.close()
+        assert (0, JAVA_LONG_MAX) not in seen.offsets
+        planted = f"pull answers of {MessageQueue('TopicTest', 'broker-a', 0)}"
+        assert {kind for kind, _ in seen.errors if kind.startswith("pull answers of")} == {planted}
+    finally:
+        c.shutdown(10)
+
+
+def test_an_unexpected_error_in_an_io_task_reaches_health_and_on_error(start_stub: StartStub) -> None:
+    address = GRPC_SCHEME + start_stub().address
+    transport = Altered(address)
+    transport.broken_list = ProtocolError("GET_CONSUMER_LIST_BY_GROUP body is not JSON")
+    seen = Seen()
+    c = consumer(address, transport, seen)
+    c.start()
+    try:
+        assert wait(lambda: any(kind.endswith("unexpected error") for kind, _ in seen.errors))
+        kind, error = next((k, e) for k, e in seen.errors if k.endswith("unexpected error"))
+        assert kind in {f"member list for {t}: unexpected error" for t in ("TopicTest", "%RETRY%GID_hostile")}
+        assert isinstance(error, ProtocolError)
+        assert not c.healthy and kind in c.describe()["problems"]
+        transport.broken_list = None  # the broker answers well again: the kind clears
+        assert wait(lambda: kind not in c.describe()["problems"])
+    finally:
+        c.shutdown(10)
