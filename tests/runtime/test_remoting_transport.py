@@ -386,11 +386,15 @@ def test_a_malformed_number_in_an_answer_is_one_error(
         transport.close()
 
 
+def LIST(transport: RemotingTransport) -> object:  # noqa: N802 (a constant of the table below)
+    return transport.consumer_list("broker-a", "G")
+
+
 @pytest.mark.parametrize(
     ("code", "body", "call"),
     [
-        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, b"not json", lambda t: t.consumer_list("broker-a", "G")),
-        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, b'{"consumerIdList":null}', lambda t: t.consumer_list("b", "G")),
+        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, b"not json", LIST),
+        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, b'{"consumerIdList":null}', LIST),
         (RequestCode.LOCK_BATCH_MQ, b'{"lockOKMQSet":[{"topic":5}]}', lambda t: t.lock("broker-a", "G", "c", [MQ])),
     ],
     ids=["list not json", "list null", "lock set malformed"],
