@@ -27,6 +27,7 @@ __all__ = [
     "MAX_VIRTUAL_NODES",
     "PERM_READ",
     "PERM_WRITE",
+    "DLQ_GROUP_TOPIC_PREFIX",
     "RETRY_GROUP_TOPIC_PREFIX",
     "ConsumeFromWhere",
     "MessageModel",
@@ -40,6 +41,7 @@ __all__ = [
     "build_client_id",
     "check_group_name",
     "check_topic_name",
+    "dead_letter_topic",
     "retry_topic",
     "check_client_id_list",
     "check_queue_list",
@@ -312,6 +314,7 @@ PERM_WRITE = 2
 """RocketMQ's ``PermName`` bits of a topic on a broker: consumers take the read queues of brokers with PERM_READ."""
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
 
 class MessageModel(enum.Enum):
@@ -360,3 +363,9 @@ def check_group_name(group: object) -> str:
 def retry_topic(group: str) -> str:
     """The retry topic a clustering consumer of ``group`` subscribes to automatically: ``%RETRY%<group>``."""
     return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dead_letter_topic(group: str) -> str:
+    """Where the broker moves a message of ``group`` reconsumed too often: ``%DLQ%<group>`` (Java's
+    ``MixAll.getDLQTopic``)."""
+    return DLQ_GROUP_TOPIC_PREFIX + group

@@ -66,7 +66,7 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
+from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageQueue, dead_letter_topic
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health
 from rocket_rebalance.runtime.members import MemberLanguages
@@ -680,7 +680,7 @@ class Engine:
             with self._stats_lock:
                 self.failed += len(batch)
             sent_back = not self.config.consume_orderly and self._sent_back(batch)
-            then = "sent back to the retry topic" if sent_back else "retrying"
+            then = self._where_sent(batch) if sent_back else "retrying"
             self.health.failed(kind, ListenerError(mq, batch, then, error), traceback=True)
             if sent_back:
                 self.post(lambda: self._consumed(mq, generation, batch))
@@ -691,6 +691,18 @@ class Engine:
         with self._stats_lock:
             self.consumed += len(batch)
         self.post(lambda: self._consumed(mq, generation, batch))
+
+    def _where_sent(self, batch: list[Message]) -> str:
+        """Where the broker put a batch sent back: a message already reconsumed ``max_reconsume_times`` goes to
+        the group's dead-letter queue, not the retry topic (the broker's rule in ``consumerSendMsgBack``), and that
+        is the line an operator looks for."""
+        dead = sum(1 for m in batch if m.reconsume_times >= self.settings.max_reconsume_times)
+        dlq = dead_letter_topic(self.config.consumer_group)
+        if dead == len(batch):
+            return f"sent to the dead-letter queue {dlq} after {self.settings.max_reconsume_times} reconsumptions"
+        if dead:
+            return f"{dead} sent to the dead-letter queue {dlq}, {len(batch) - dead} back to the retry topic"
+        return "sent back to the retry topic"
 
     def _sent_back(self, batch: list[Message]) -> bool:
         """Java's way with a failed concurrent batch: the broker stores each message again in the group's retry
