@@ -26,7 +26,14 @@ from rocket_rebalance.remoting import (
     request,
     response_to,
 )
-from rocket_rebalance.runtime.transport import Message, QueueRunInfo, RunningInfo, TransportError
+from rocket_rebalance.runtime.transport import (
+    Message,
+    PullResult,
+    PullStatus,
+    QueueRunInfo,
+    RunningInfo,
+    TransportError,
+)
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
 Handler = Callable[[RemotingCommand], RemotingCommand | None]
@@ -284,6 +291,33 @@ def test_go_away_retires_the_connection_and_the_request_goes_again(
     transport = connected(server)
     try:
         assert transport.max_offset(MQ) == 42
+        assert server.accepted == 2  # the route's connection, retired, then a new one
+    finally:
+        transport.close()
+
+
+def test_go_away_to_a_pull_retires_the_connection_and_the_pull_goes_again(
+    serve: Callable[[Handler], ScriptedServer],
+) -> None:
+    """Pulls leave without a waiting thread (a callback): they follow GO_AWAY as calls do (probe finding 22)."""
+    pulls: list[int] = []
+
+    def go_away_once(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.PULL_MESSAGE:
+            pulls.append(command.opaque)
+            if len(pulls) == 1:
+                return response_to(command, ResponseCode.GO_AWAY)
+            return response_to(command, ResponseCode.PULL_NOT_FOUND, ext={"nextBeginOffset": "3"})
+        return None
+
+    server = serve(broker_like(go_away_once))
+    transport = connected(server)
+    results: list[PullResult | TransportError] = []
+    answered = threading.Event()
+    try:
+        transport.pull(MQ, "G", 3, 32, 0, lambda r: (results.append(r), answered.set()))
+        assert answered.wait(5)
+        assert results == [PullResult(PullStatus.NO_NEW_MSG, 3)] and len(pulls) == 2
         assert server.accepted == 2  # the route's connection, retired, then a new one
     finally:
         transport.close()

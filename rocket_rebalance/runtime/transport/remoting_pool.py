@@ -205,8 +205,25 @@ class RemotingPool(ABC):
     def _request(
         self, connection: Connection, name: str, command: RemotingCommand, timeout: float, done: Completion
     ) -> None:
-        """One request whose answer (or failure) goes to ``done`` on the connection's reader: no thread waits."""
-        connection.request(name, command, timeout, done)
+        """One request whose answer (or failure) goes to ``done`` on the connection's reader: no thread waits. A
+        GO_AWAY answer (the broker is shutting down) retires the connection and the request goes once more on a
+        new one, as :meth:`_call` does: a pull or an offset write answered GO_AWAY would otherwise fail again on
+        the same doomed connection until it closes."""
+
+        def first(answer: RemotingCommand | TransportError) -> None:
+            if isinstance(answer, TransportError) or answer.code != ResponseCode.GO_AWAY:
+                done(answer)
+                return
+            log.info("%s answered GO_AWAY to %s: reconnecting", connection.address, name)
+            connection.close()
+            try:
+                again = self._connection(connection.address)
+            except TransportError as error:
+                done(error)
+                return
+            again.request(name, command, timeout, done)
+
+        connection.request(name, command, timeout, first)
 
     def _each(
         self, address: str, name: str, commands: Sequence[RemotingCommand], timeout: float | None = None
