@@ -342,6 +342,44 @@ def test_a_bad_frame_from_the_server_is_one_error_not_a_hang(serve: Callable[[Ha
         transport.close()
 
 
+def test_a_frame_stuck_half_read_costs_one_request_not_the_connection(
+    serve: Callable[[Handler], ScriptedServer],
+) -> None:
+    """A length that promises 10 MB and 100 bytes of it: the decoder would swallow every later answer into that
+    frame. The request times out, the connection is closed with it, and the next request works on a new one
+    (probe finding 13; Java's clientCloseSocketIfTimeout)."""
+    stuck: list[int] = []
+
+    def wedge_once(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.GET_MAX_OFFSET:
+            if not stuck:
+                stuck.append(command.opaque)
+                with server._lock:
+                    server.connections[-1].sendall((10_000_000).to_bytes(4, "big") + b"\0" * 100)
+                return SILENCE
+            return response_to(command, ResponseCode.SUCCESS, ext={"offset": "42"})
+        return None
+
+    server = serve(broker_like(wedge_once))
+    transport = connected(server, timeout=0.5)
+    try:
+        with pytest.raises(TransportError) as raised:
+            transport.max_offset(MQ)
+        assert raised.value.code == "DEADLINE_EXCEEDED"
+        deadline = time.monotonic() + 5
+        while True:  # the pool backs off 0.2 s before it reconnects after a failure
+            try:
+                assert transport.max_offset(MQ) == 42
+                break
+            except TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert server.accepted == 2
+    finally:
+        transport.close()
+
+
 def test_the_next_name_server_is_asked_when_one_is_down(serve: Callable[[Handler], ScriptedServer]) -> None:
     server = serve(broker_like())
     closed = socket.create_server(("127.0.0.1", 0))

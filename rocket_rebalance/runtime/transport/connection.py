@@ -214,12 +214,23 @@ class Connection:
             log.exception("%s: handling request code %d failed", self.address, command.code)
 
     def _expire(self, now: float) -> None:
+        """Fail the requests past their deadline, then close the connection, as Java's client does
+        (``clientCloseSocketIfTimeout``): an answer that never came may be a frame stuck half-read, which would
+        swallow every later answer on this connection, so the next request goes on a new one."""
         with self._pending_lock:
             expired = [opaque for opaque, pending in self._pending.items() if pending.deadline <= now]
             late = [self._pending.pop(opaque) for opaque in expired]
         for pending in late:
             self._complete(
                 pending, TransportError(f"{pending.name} at {self.address}: no answer in time", "DEADLINE_EXCEEDED")
+            )
+        if late:
+            self._close(
+                TransportError(
+                    f"connection to {self.address} closed after {late[0].name} had no answer in time; "
+                    "the next request opens a new one",
+                    "UNAVAILABLE",
+                )
             )
 
     @staticmethod
