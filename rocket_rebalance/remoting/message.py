@@ -28,6 +28,7 @@ __all__ = [
     "MAGIC_V1",
     "MAGIC_V2",
     "SYSFLAG_BORNHOST_V6",
+    "MAX_BODY_SIZE",
     "SYSFLAG_COMPRESSED",
     "SYSFLAG_COMPRESSION_MASK",
     "SYSFLAG_COMPRESSION_ZLIB",
@@ -43,6 +44,9 @@ MAGIC_V1 = -626843481  # 0xDAA320A7: topic length in one byte
 MAGIC_V2 = -626843477  # 0xDAA320AB: topic length in two bytes (topics longer than 127 bytes)
 
 # MessageSysFlag.java
+MAX_BODY_SIZE = 4 * 1024 * 1024
+"""The largest body a compressed message may inflate to: Java's ``maxMessageSize`` default (4 MiB), which its
+producer checks before it compresses, so no conforming producer stores a larger one."""
 SYSFLAG_COMPRESSED = 0x1
 SYSFLAG_BORNHOST_V6 = 0x10
 SYSFLAG_STOREHOST_V6 = 0x20
@@ -89,6 +93,10 @@ class StoredMessage:
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
     body_crc: int = 0
+    body_error: str = ""
+    """Why the body could not be read (an unsupported compression, damaged zlib data, or more than the inflation
+    cap): ``body`` is then the stored bytes as they are. The record itself was sound, so the pull goes on; what to
+    do with such a message is the consumer's decision, not the codec's."""
 
     @property
     def tags(self) -> str:
@@ -208,18 +216,21 @@ class _Record:
         return _format_host(address, port)
 
 
-def decode_messages(body: bytes | bytearray | memoryview) -> list[StoredMessage]:
-    """Every record of ``body``, in order."""
+def decode_messages(
+    body: bytes | bytearray | memoryview, max_body_size: int = MAX_BODY_SIZE
+) -> list[StoredMessage]:
+    """Every record of ``body``, in order; a compressed body inflates to at most ``max_body_size`` bytes (see
+    :attr:`StoredMessage.body_error`)."""
     messages: list[StoredMessage] = []
     with memoryview(body) as data:
         start = 0
         while start < len(data):
-            message, start = _decode_record(data, start, len(messages))
+            message, start = _decode_record(data, start, len(messages), max_body_size)
             messages.append(message)
     return messages
 
 
-def _decode_record(data: memoryview, start: int, index: int) -> tuple[StoredMessage, int]:
+def _decode_record(data: memoryview, start: int, index: int, max_body_size: int) -> tuple[StoredMessage, int]:
     """The record at ``start`` and the offset just after it."""
     where = f"message {index} at offset {start}"
     left = len(data) - start
@@ -250,9 +261,13 @@ def _decode_record(data: memoryview, start: int, index: int) -> tuple[StoredMess
     reconsume_times = record.number(_INT, "RECONSUMETIMES")
     prepared_transaction_offset = record.number(_LONG, "PREPAREDTRANSACTIONOFFSET")
     body = bytes(record.take(record.length(_INT, "BODY"), "BODY"))
+    body_error = ""
     if body and sys_flag & SYSFLAG_COMPRESSED:  # Java inflates only a non-empty body
-        body = _inflate(record, body, sys_flag)
-        sys_flag &= ~SYSFLAG_COMPRESSED
+        try:
+            body = _inflate(record, body, sys_flag, max_body_size)
+            sys_flag &= ~SYSFLAG_COMPRESSED
+        except ProtocolError as error:
+            body_error = str(error)
     topic = record.text(_BYTE if magic == MAGIC_V1 else _SHORT, "TOPIC")
     properties = decode_properties(record.text(_SHORT, "PROPERTIES"))
     if record.position != record.end:
@@ -273,20 +288,28 @@ def _decode_record(data: memoryview, start: int, index: int) -> tuple[StoredMess
         reconsume_times=reconsume_times,
         prepared_transaction_offset=prepared_transaction_offset,
         body_crc=body_crc,
+        body_error=body_error,
     )
     return message, record.end
 
 
-def _inflate(record: _Record, body: bytes, sys_flag: int) -> bytes:
+def _inflate(record: _Record, body: bytes, sys_flag: int, max_body_size: int) -> bytes:
+    """The body inflated, never past ``max_body_size`` bytes: a small stored body can inflate to gigabytes."""
     compression = (sys_flag & SYSFLAG_COMPRESSION_MASK) >> 8
     if compression in _COMPRESSION_NAMES:
         raise record.error(f"{_COMPRESSION_NAMES[compression]}-compressed message bodies are not supported")
     if compression not in (0, 3):
         raise record.error(f"unknown compression type {compression}")
+    inflater = zlib.decompressobj()
     try:
-        return zlib.decompress(body)
+        inflated = inflater.decompress(body, max_body_size + 1)
     except zlib.error as error:
         raise record.error(f"body is not valid zlib data: {error}") from None
+    if len(inflated) > max_body_size:
+        raise record.error(f"body inflates past {max_body_size} bytes, the largest message body allowed")
+    if not inflater.eof:
+        raise record.error("body is not valid zlib data: the compressed stream is incomplete")
+    return inflated
 
 
 # ---------------------------------------------------------------------------------------------------------- encoding

@@ -102,6 +102,12 @@ class PullAnswerError(Exception):
     the range it answers for (given to ``on_error``; see :meth:`Engine._checked_pull`)."""
 
 
+class UnreadableBodyError(Exception):
+    """A pulled message whose body cannot be read (see ``Message.body_error``): its batch fails without reaching
+    the listener, so the queue moves on and the message goes the way of a refused one (the retry topic, and after
+    ``max_reconsume_times`` the dead-letter queue), where nothing is lost and a person can look at it."""
+
+
 class ClientIdSharedError(Exception):
     """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
 
@@ -675,6 +681,10 @@ class Engine:
         assert self.listener is not None
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
         try:
+            unreadable = [m for m in batch if m.body_error]
+            if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
+                kind = f"message bodies on {mq.topic}"
+                raise UnreadableBodyError(unreadable[0].body_error)
             self.listener(batch)
         except Exception as error:
             with self._stats_lock:

@@ -34,6 +34,7 @@ class Altered(GrpcTransport):
         super().__init__(address)
         self.alter = alter
         self.broken_list: Exception | None = None
+        self.sent_back: list[Message] = []
 
     def pull(
         self,
@@ -49,6 +50,10 @@ class Altered(GrpcTransport):
 
         super().pull(mq, consumer_group, offset, max_messages, wait_ms, altered)
 
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+        """Taken, as a broker takes it (the stub keeps no retry topic)."""
+        self.sent_back.append(message)
+
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
         if self.broken_list is not None:
             raise self.broken_list
@@ -57,13 +62,13 @@ class Altered(GrpcTransport):
 
 class Seen:
     def __init__(self) -> None:
-        self.offsets: Counter[tuple[int, int]] = Counter()
+        self.offsets: Counter[tuple[str, int, int]] = Counter()  # (broker, queue ID, offset)
         self.errors: list[tuple[str, Exception]] = []
         self.lock = threading.Lock()
 
     def listener(self, batch: list[Message]) -> None:
         with self.lock:
-            self.offsets.update((m.mq.queue_id, m.queue_offset) for m in batch)
+            self.offsets.update((m.mq.broker_name, m.mq.queue_id, m.queue_offset) for m in batch)
 
     def on_error(self, kind: str, error: Exception) -> None:
         with self.lock:
@@ -140,7 +145,7 @@ def test_a_message_beyond_the_answers_range_is_not_handed_out_and_offsets_are_st
             assert wait(lambda: all(list(v.values()) == [10] for v in committed().values())), committed()
         finally:
             check.close()
-        assert (0, JAVA_LONG_MAX) not in seen.offsets
+        assert ("broker-a", 0, JAVA_LONG_MAX) not in seen.offsets
         planted = f"pull answers of {MessageQueue('TopicTest', 'broker-a', 0)}"
         assert {kind for kind, _ in seen.errors if kind.startswith("pull answers of")} == {planted}
     finally:
@@ -162,5 +167,41 @@ def test_an_unexpected_error_in_an_io_task_reaches_health_and_on_error(start_stu
         assert not c.healthy and kind in c.describe()["problems"]
         transport.broken_list = None  # the broker answers well again: the kind clears
         assert wait(lambda: kind not in c.describe()["problems"])
+    finally:
+        c.shutdown(10)
+
+
+def test_a_message_whose_body_cannot_be_read_is_failed_and_the_queue_moves_on(start_stub: StartStub) -> None:
+    """A compressed bomb or an unknown compression (finding 5 of the issue, probe 6): the listener never sees it,
+    it is sent back as a refused message is (the retry topic, then the DLQ), it is reported, and its queue goes on
+    and commits past it."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 10)
+    bad = MessageQueue("TopicTest", "broker-a", 0)
+
+    def spoil(result: PullResult) -> PullResult:
+        spoiled = tuple(
+            replace(m, body=b"\x78\x9c", body_error="message 0 at offset 0: body inflates past 4194304 bytes")
+            if m.mq == bad and m.queue_offset == 3
+            else m
+            for m in result.messages
+        )
+        return replace(result, messages=spoiled)
+
+    transport = Altered(address, spoil)
+    seen = Seen()
+    c = consumer(address, transport, seen)
+    c.start()
+    try:
+        assert wait(lambda: sum(seen.offsets.values()) == 79)
+        check = GrpcTransport(address)
+        try:
+            assert wait(lambda: check.query_offsets("broker-a", "GID_hostile", [bad]) == {bad: 10})
+        finally:
+            check.close()
+        assert ("broker-a", 0, 3) not in seen.offsets and seen.offsets[("broker-b", 0, 3)] == 1
+        assert [(m.mq, m.queue_offset) for m in transport.sent_back] == [(bad, 3)]
+        unreadable = [error for kind, error in seen.errors if kind == "message bodies on TopicTest"]
+        assert unreadable and all("inflates past" in str(error) for error in unreadable)
     finally:
         c.shutdown(10)

@@ -14,6 +14,7 @@ from rocket_rebalance.remoting import ProtocolError
 from rocket_rebalance.remoting.message import (
     MAGIC_V1,
     MAGIC_V2,
+    MAX_BODY_SIZE,
     StoredMessage,
     decode_messages,
     decode_properties,
@@ -104,15 +105,18 @@ def test_zlib_bodies_are_inflated_and_the_compressed_bit_cleared() -> None:
     ],
 )
 def test_other_compressions_are_refused(bits: int, message: str) -> None:
-    with pytest.raises(ProtocolError, match=f"message 0 at offset 0: {message}"):
-        decode_messages(hand_built_record(body=b"\x04\x22\x4d\x18", sys_flag=0x1 | bits))
+    """The record is sound, so it is decoded and the pull goes on; its body is refused, and the consumer decides
+    (it fails the message, and the queue moves on)."""
+    stored = b"\x04\x22\x4d\x18"
+    (decoded,) = decode_messages(hand_built_record(body=stored, sys_flag=0x1 | bits))
+    assert decoded.body_error == f"message 0 at offset 0: {message}"
+    assert decoded.body == stored and decoded.sys_flag & 0x1
 
 
 @pytest.mark.parametrize(
     ("record", "message"),
     [
         (hand_built_record(magic=0x12345678), "message 0 at offset 0: bad magic code 0x12345678"),
-        (hand_built_record(body=b"not zlib", sys_flag=1), "body is not valid zlib data"),
         (hand_built_record(topic=b"\xff\xfe"), "TOPIC is not valid UTF-8"),
         (hand_built_record(properties=b"K\x01\xc3"), "PROPERTIES is not valid UTF-8"),
         (hand_built_record(topic=b"t" * 200), "TOPIC length -56 is negative"),
@@ -123,6 +127,30 @@ def test_other_compressions_are_refused(bits: int, message: str) -> None:
 def test_damaged_records_say_which_and_where(record: bytes, message: str) -> None:
     with pytest.raises(ProtocolError, match=message):
         decode_messages(record)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"not zlib", "body is not valid zlib data"),
+        (zlib.compress(b"x" * 5000)[:-8], "the compressed stream is incomplete"),
+        (zlib.compress(bytes(64 * 1024 * 1024)), f"body inflates past {MAX_BODY_SIZE} bytes"),
+    ],
+    ids=["not zlib", "cut short", "64 MiB bomb"],
+)
+def test_a_body_that_cannot_be_inflated_is_named_and_the_rest_still_decodes(body: bytes, reason: str) -> None:
+    """A bomb (a stored body that inflates to gigabytes) inflates only to the cap (probe finding 6)."""
+    good = hand_built_record(body=zlib.compress(b"fine"), sys_flag=0x1)
+    bad, after = decode_messages(hand_built_record(body=body, sys_flag=0x1) + good)
+    assert reason in bad.body_error and bad.body == body
+    assert after.body == b"fine" and not after.body_error
+
+
+def test_the_inflation_cap_is_exact() -> None:
+    raw = b"y" * 1000
+    record = hand_built_record(body=zlib.compress(raw), sys_flag=0x1)
+    assert decode_messages(record, max_body_size=1000)[0].body == raw
+    assert "inflates past 999 bytes" in decode_messages(record, max_body_size=999)[0].body_error
 
 
 def test_a_port_outside_0_to_65535_is_refused_as_java_refuses_it() -> None:

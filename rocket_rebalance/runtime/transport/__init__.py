@@ -59,7 +59,9 @@ class Message:
     """One pulled message (the parts a listener needs of RocketMQ's ``MessageExt``).
 
     ``commit_log_offset`` and ``reconsume_times`` are what sending a failed message back to the retry topic needs
-    (RocketMQ's wire has them; the stub's has not, so there they stay -1 and 0).
+    (RocketMQ's wire has them; the stub's has not, so there they stay -1 and 0). ``body_error`` says why a body
+    could not be read (a compression we cannot inflate, or one past the size cap): the engine fails such a message
+    as if the listener had refused it, without calling the listener.
     """
 
     mq: MessageQueue
@@ -73,6 +75,7 @@ class Message:
     reconsume_times: int = 0
     born_timestamp_ms: int = 0
     store_timestamp_ms: int = 0
+    body_error: str = ""  # why the stored body could not be read; such a message never reaches the listener
 
 
 class PullStatus:

@@ -104,6 +104,7 @@ def stored_message(mq: MessageQueue, stored: message.StoredMessage) -> Message:
         reconsume_times=stored.reconsume_times,
         born_timestamp_ms=stored.born_timestamp,
         store_timestamp_ms=stored.store_timestamp,
+        body_error=stored.body_error,
     )
 
 
