@@ -585,7 +585,8 @@ class Engine:
 
         def done(result: PullResult | TransportError) -> None:
             if isinstance(result, TransportError):
-                self.health.failed(f"pull from {mq.broker_name}", result)
+                if not self._closing.is_set():  # a shutdown closes the connections under the long polls it ends
+                    self.health.failed(f"pull from {mq.broker_name}", result)
                 self.post(lambda: self._pull_failed(mq, generation))
             else:
                 self.health.ok(f"pull from {mq.broker_name}")
