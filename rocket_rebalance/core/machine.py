@@ -54,6 +54,9 @@ Locks and the fence
       so (and again when the count changes, 1 meaning resolved); with locks, the topic is allocated nothing
       until the list shows our ID once: its queues are released as in L3, and the next round after the other
       consumer leaves (NOTIFY or the periodic round) takes them again. Without locks the share is Java's.
+  L7. A queue allocated to us whose lock the broker refuses is listed by ``lock_waits()`` with the time of the
+      first refusal, until it is granted or the queue is no longer ours, so the runtime can say which queues wait
+      and for how long (a holder that was killed keeps its lock until the broker's lock lifetime lapses).
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
@@ -174,6 +177,7 @@ class _Entry:
     persist_again: bool = False
     in_flight_offset: int | None = None
     last_persist_sent: float = -_NEVER
+    refused_since: float | None = None  # L7: when the broker first refused the lock we are still waiting for
 
 
 class RebalanceCore:
@@ -292,6 +296,14 @@ class RebalanceCore:
     def held_queues(self) -> frozenset[MessageQueue]:
         """Every queue in the process-queue table, in any state."""
         return frozenset(self._entries)
+
+    def lock_waits(self) -> dict[MessageQueue, float]:
+        """L7: each queue allocated to us whose lock the broker refuses, with when it first refused it."""
+        return {
+            mq: entry.refused_since
+            for mq, entry in self._entries.items()
+            if entry.refused_since is not None and entry.state is QueueState.LOCK_WAIT
+        }
 
     def holds_lock(self, mq: MessageQueue, now: float) -> bool:
         """Is ``mq`` locked by us on its broker, as far as the client knows (L2)?"""
@@ -601,6 +613,7 @@ class RebalanceCore:
                 continue
             if granted:
                 entry.holds_lock = True
+                entry.refused_since = None
                 entry.locked_until = now + self.config.client_lock_lifetime
                 if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
                     self._send_read(entry, now)
@@ -612,6 +625,8 @@ class RebalanceCore:
         if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
             entry.state = QueueState.LOCK_WAIT
             entry.deadline = now + self.config.lock_retry_interval
+            if entry.refused_since is None:
+                entry.refused_since = now
             self._mark_unbalanced(now)
         elif entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
             self._lose(entry, now)

@@ -108,6 +108,13 @@ class UnreadableBodyError(Exception):
     ``max_reconsume_times`` the dead-letter queue), where nothing is lost and a person can look at it."""
 
 
+class LockWaitError(Exception):
+    """Queues allocated to us wait for a lock the broker refuses (core rule L7); given to ``on_error``."""
+
+
+LOCK_WAIT_KIND = "locks of allocated queues"
+
+
 class ClientIdSharedError(Exception):
     """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
 
@@ -133,6 +140,7 @@ class EngineSettings:
     retry_delay: float = 1.0
     reconnect_backoff: tuple[float, float] = (0.2, 5.0)
     max_reconsume_times: int = 16  # Java's default for concurrent consumers; the broker then moves it to the DLQ
+    lock_wait_report: float = 10.0  # a queue of ours whose lock is refused this long is reported (core rule L7)
 
 
 @dataclass
@@ -342,6 +350,8 @@ class Engine:
             try:
                 if isinstance(item, Event):
                     self._apply(self.core.handle(item, now))
+                    if isinstance(item, Tick | LockResult):
+                        self._report_lock_waits(now)
                     if isinstance(item, Tick):
                         # The core announces WakeAt only when its earliest deadline changes; after a tick that
                         # left it unchanged (a round deferred by the minimum interval, say) ask for it, or no
@@ -351,6 +361,27 @@ class Engine:
                     item()
             except Exception as error:  # nothing may stop the service thread: it would freeze, alive but idle
                 self.health.failed("rebalance service", error, logging.ERROR, traceback=True)
+
+    def _report_lock_waits(self, now: float) -> None:
+        """Say which queues allocated to us have waited ``lock_wait_report`` seconds or more for a lock the broker
+        keeps refusing: with the fence, such a queue is consumed by nobody meanwhile, and the operator should know
+        (and clear the report once every such lock came or the queues went elsewhere)."""
+        waits = {mq: now - since for mq, since in self.core.lock_waits().items()}
+        long = sorted(mq for mq, waited in waits.items() if waited >= self.settings.lock_wait_report)
+        if not long:
+            self.health.ok(LOCK_WAIT_KIND)
+            return
+        longest = max(waits[mq] for mq in long)
+        shown = ", ".join(map(str, long[:5])) + (f" and {len(long) - 5} more" if len(long) > 5 else "")
+        self.health.failed(
+            LOCK_WAIT_KIND,
+            LockWaitError(
+                f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks for "
+                f"up to {longest:.0f} s ({shown}). Another consumer holds them: one that is leaving hands them over "
+                "within its drain timeout; one that was killed keeps them until the broker's lock lifetime (60 s) "
+                "lapses; the broker does not say which consumer it is"
+            ),
+        )
 
     def _later(self, delay: float, callback: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + delay, next(self._sequence), callback))

@@ -329,6 +329,20 @@ def test_a_refused_lock_is_retried_every_half_second() -> None:
     assert {a.mq for a in only(started, StartQueue)} == set(QS)
 
 
+def test_queues_refused_their_locks_are_listed_with_the_first_refusal_until_granted_or_gone() -> None:
+    """L7: what the runtime reports while a holder that was killed keeps its locks."""
+    d = Drive()
+    d.start(grant=False)
+    assert d.core.lock_waits() == dict.fromkeys(QS, 0.0)
+    relock = only(d(Tick(), at=0.5), LockQueues)
+    d(LockResult(frozenset(relock[0].queues), frozenset(QS[:2])))  # two granted, two still refused
+    assert d.core.lock_waits() == dict.fromkeys(QS[2:], 0.0)  # still the first refusal's time
+    others = set(QS) - expected_share((ME, OTHER))
+    assert others == set(QS[2:])
+    d.round((ME, OTHER), at=3.0, grant=False)  # the refused queues that went to OTHER are no longer ours
+    assert set(d.core.lock_waits()) == set(QS[2:]) - others
+
+
 def test_fenced_release_drains_persists_then_unlocks() -> None:
     d = Drive()
     d.start()

@@ -10,13 +10,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError
 from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.engine import LOCK_WAIT_KIND, EngineSettings, LockWaitError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message, PullResult, TransportError
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.runtime.test_consumer import FAST, produce
@@ -35,6 +36,7 @@ class Altered(GrpcTransport):
         self.alter = alter
         self.broken_list: Exception | None = None
         self.sent_back: list[Message] = []
+        self.refuse_locks = False
 
     def pull(
         self,
@@ -53,6 +55,12 @@ class Altered(GrpcTransport):
     def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
         """Taken, as a broker takes it (the stub keeps no retry topic)."""
         self.sent_back.append(message)
+
+    def lock(
+        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
+    ) -> set[MessageQueue]:
+        """As a broker answers while another consumer (killed, or frozen) still holds every lock."""
+        return set() if self.refuse_locks else super().lock(broker, consumer_group, client_id, queues)
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
         if self.broken_list is not None:
@@ -203,5 +211,26 @@ def test_a_message_whose_body_cannot_be_read_is_failed_and_the_queue_moves_on(st
         assert [(m.mq, m.queue_offset) for m in transport.sent_back] == [(bad, 3)]
         unreadable = [error for kind, error in seen.errors if kind == "message bodies on TopicTest"]
         assert unreadable and all("inflates past" in str(error) for error in unreadable)
+    finally:
+        c.shutdown(10)
+
+
+def test_queues_waiting_for_locks_are_reported_while_they_wait(start_stub: StartStub) -> None:
+    """Finding 15: after a kill -9 the survivors said nothing while the dead holder's locks lasted."""
+    address = GRPC_SCHEME + start_stub().address
+    transport = Altered(address)
+    transport.refuse_locks = True
+    seen = Seen()
+    c = consumer(address, transport, seen, settings=EngineSettings(lock_wait_report=0.5))
+    c.start()
+    try:
+        assert wait(lambda: LOCK_WAIT_KIND in c.describe()["problems"])
+        waits = [error for kind, error in seen.errors if kind == LOCK_WAIT_KIND]
+        assert all(isinstance(error, LockWaitError) for error in waits)
+        said = str(waits[-1])
+        assert "queues allocated to us are consumed by nobody" in said and "topic=TopicTest" in said, said
+        transport.refuse_locks = False  # the holder's locks lapse
+        assert wait(lambda: LOCK_WAIT_KIND not in c.describe()["problems"])
+        assert c.healthy
     finally:
         c.shutdown(10)
