@@ -26,14 +26,10 @@ from typing import Any
 from rocket_rebalance.model import PERM_READ, PERM_WRITE, MessageQueue, retry_topic, sort_client_ids
 from rocket_rebalance.pipeline.settings import parse_strategy
 from rocket_rebalance.pipeline.sides import ViewPlans, topic_queues
+from rocket_rebalance.snapshot_folder import FLEET_GEN, TABLES, check_folder, claim_folder
 from rocket_rebalance.strategies import java_compatible
 
-__all__ = ["MARKER", "generate_fleet", "write_fleet"]
-
-MARKER = "_fleet-gen.json"
-"""Written into a fleet folder before its tables, listing them: a later run deletes exactly those files, so
-switching ``--format`` leaves no stale table of the other format, and a folder fleet-gen did not write (a real
-snapshot, say) is refused instead of overwritten."""
+__all__ = ["generate_fleet", "write_fleet"]
 
 Row = dict[str, Any]
 
@@ -229,30 +225,6 @@ def generate_fleet(
                         )
 
 
-def _claim(out: Path, files: list[str], possible: set[str]) -> None:
-    """Make ``out`` ready for ``files``: remove what an earlier fleet-gen run wrote there (and only that: names in
-    ``possible``), and record the new files; a folder with anything in it and no marker is refused."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"fleet-gen: --out {out} is a file, not a folder")
-    marker = out / MARKER
-    if out.is_dir() and any(out.iterdir()):
-        if not marker.is_file():
-            raise ValueError(
-                f"fleet-gen: --out {out} is not empty and was not written by fleet-gen (no {MARKER}); "
-                "give an empty or new folder"
-            )
-        try:
-            earlier = json.loads(marker.read_text(encoding="utf-8"))["files"]
-        except (ValueError, KeyError, TypeError):
-            raise ValueError(f"fleet-gen: {marker} is not a fleet-gen marker; give an empty or new folder") from None
-        for name in earlier:
-            if name not in possible:
-                raise ValueError(f"fleet-gen: {marker} names {name!r}, which fleet-gen never writes")
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"written_by": "rocket-rebalance fleet-gen", "files": files}), encoding="utf-8")
-
-
 def write_fleet(
     out: Path,
     groups: int,
@@ -279,7 +251,7 @@ def write_fleet(
         "boolean": pa.bool_(),
         "array<string>": pa.list_(pa.string()),
     }
-    written = [name for name in INPUT_TABLES if name != "rejected" and (observed or name != "observed")]
+    written = [name for name in TABLES if name != "rejected" and (observed or name != "observed")]
     buffers: dict[str, list[Row]] = {name: [] for name in written}
     counts = dict.fromkeys(written, 0)
     writers: dict[str, Any] = {}
@@ -301,11 +273,8 @@ def write_fleet(
 
     if fmt not in ("parquet", "jsonl"):
         raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
-    _claim(
-        out,
-        [f"{name}.{fmt}" for name in written],
-        {f"{name}.{suffix}" for name in INPUT_TABLES if name != "rejected" for suffix in ("parquet", "jsonl")},
-    )
+    # a folder fleet-gen did not write (a real snapshot, say) is refused instead of overwritten
+    claim_folder(out, FLEET_GEN, check_folder(out, FLEET_GEN), {"files": [f"{name}.{fmt}" for name in written]})
     try:
         for table, row in generate_fleet(groups, seed, split_views, observed=observed):
             buffers[table].append(row)

@@ -31,18 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
-from rocket_rebalance.pipeline.audit import snapshot_partial
 from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
-from rocket_rebalance.pipeline.schema import (
-    AFTER_TABLES,
-    INPUT_TABLES,
-    OPTIONAL_TABLES,
-    TableSpec,
-    check_snapshot,
-)
+from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot
 from rocket_rebalance.pipeline.validate import (
     NAME_PATTERN,
     NOT_AN_OBJECT,
@@ -50,6 +43,7 @@ from rocket_rebalance.pipeline.validate import (
     TOO_MANY_QUEUES,
     type_reason,
 )
+from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, snapshot_partial
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -63,8 +57,6 @@ __all__ = [
     "spark_error_line",
     "spark_failures",
 ]
-
-BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
 
 MALFORMED = "_malformed"
 """The column :func:`_read` adds: why a row's values cannot be read as the table's types (null when they can)."""
