@@ -12,9 +12,9 @@ timeout, no online consumer, route missing), and the snapshot is then *partial*,
 command's exit status say. Groups are read in parallel by a bounded thread pool; rows are written by the calling
 thread only, as groups finish, so memory holds one group's rows at a time, not the fleet's.
 
-The output folder follows fleet-gen's rules (the pipeline's own helper is not imported: the runtime must not depend
-on the pipeline): new, empty, or an earlier snapshot, whose files listed in its ``_snapshot.json`` are replaced and
-nothing else. Tables are written under hidden ``.part`` names and renamed only when every group has been read, and
+The output folder follows the owned-folder rule of :mod:`rocket_rebalance.snapshot_folder`, which fleet-gen follows
+too: new, empty, or an earlier snapshot, whose files listed in its ``_snapshot.json`` are replaced and nothing else.
+Tables are written under hidden ``.part`` names and renamed only when every group has been read, and
 ``_snapshot.json`` is written last, so a crash never leaves a half snapshot that the pipeline would read as whole.
 """
 
@@ -37,36 +37,20 @@ from rocket_rebalance.model import retry_topic, sort_queues
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
-from rocket_rebalance.strategies import (
-    AllocateMachineRoomNearby,
-    AllocateMessageQueueAcrossTopics,
-    AllocateMessageQueueAveragely,
-    AllocateMessageQueueAveragelyByCircle,
-    AllocateMessageQueueByConfig,
-    AllocateMessageQueueByMachineRoom,
-    AllocateMessageQueueConsistentHash,
-    AllocateMessageQueueConsistentHashBounded,
-)
+from rocket_rebalance.snapshot_folder import COLLECTOR, TABLES, check_folder, claim_folder, write_marker
+from rocket_rebalance.strategies import strategy_name
 
 __all__ = [
-    "MARKER",
     "MAX_CONCURRENCY",
     "SYSTEM_GROUPS",
-    "TABLES",
-    "SnapshotError",
+    "ClusterReadError",
     "SnapshotResult",
     "is_system_group",
-    "strategy_name",
     "take_snapshot",
 ]
 
-MARKER = "_snapshot.json"
-"""Written last into the output folder: what was collected, how, and which files; a later run replaces exactly
-those files, and a folder without it (and not empty) is refused."""
-TABLES = ("routes", "members", "subscriptions", "groups", "offsets", "observed", "rejected")
 MAX_CONCURRENCY = 64
 DEFAULT_STRATEGY = "AVG"  # Java's DefaultMQPushConsumer default, AllocateMessageQueueAveragely
-WRITTEN_BY = "rocket-rebalance snapshot"
 
 SYSTEM_GROUPS = frozenset(
     {
@@ -90,43 +74,21 @@ SYSTEM_GROUPS = frozenset(
 (``MixAll.isSysConsumerGroup``) these are the broker's own, which every broker lists and no application runs."""
 _SYSTEM_PREFIX = "CID_RMQ_SYS_"
 
-_STRATEGY_CLASSES = {
-    cls.__name__: name
-    for name, cls in (
-        ("AVG", AllocateMessageQueueAveragely),
-        ("AVG_BY_CIRCLE", AllocateMessageQueueAveragelyByCircle),
-        ("CONSISTENT_HASH", AllocateMessageQueueConsistentHash),
-        ("CONFIG", AllocateMessageQueueByConfig),
-        ("MACHINE_ROOM", AllocateMessageQueueByMachineRoom),
-        ("MACHINE_ROOM_NEARBY", AllocateMachineRoomNearby),
-        ("CONSISTENT_HASH_BOUNDED", AllocateMessageQueueConsistentHashBounded),
-        ("CROSS_TOPIC", AllocateMessageQueueAcrossTopics),  # its inner strategy is not reported: AVG is assumed
-    )
-}
 # A pattern may hold RocketMQ name characters ([%|a-zA-Z0-9_-]) and glob syntax; anything else could never match a
 # group or topic name, so it is a typo to report rather than a filter that silently keeps nothing.
 _BRACKETS = re.compile(r"\[!?\]?[^\]]*\]")
 _PATTERN_REST = re.compile(r"[%|a-zA-Z0-9_*?-]+")
 
 
-class SnapshotError(OSError):
-    """The cluster could not be read at all (name server unreachable, groups not listable): no snapshot."""
+class ClusterReadError(OSError):
+    """The cluster could not be read at all (name server unreachable, groups not listable): no snapshot.
+
+    Not a :class:`~rocket_rebalance.snapshot_folder.SnapshotError` (a folder that cannot be read or written): the
+    folder is fine and left as it was; the cluster is what failed, an ``OSError`` like any unreachable service."""
 
 
 def is_system_group(group: str) -> bool:
     return group in SYSTEM_GROUPS or group.startswith(_SYSTEM_PREFIX)
-
-
-def strategy_name(reported: str) -> str | None:
-    """A consumer's ``allocateMessageQueueStrategy`` property as a strategy name of this library.
-
-    Java sends the strategy object's ``toString`` (``org.apache...AllocateMessageQueueAveragely@1b6d3586``), this
-    library's consumers the dotted class name; the class names are the same in both, so the last dotted part before
-    any ``@`` decides. An unknown class (a custom strategy) keeps its class name; no property gives None."""
-    cls = reported.split("@", 1)[0].strip().rsplit(".", 1)[-1]
-    if not cls:
-        return None
-    return _STRATEGY_CLASSES.get(cls, cls)
 
 
 def check_patterns(patterns: Sequence[str], option: str) -> None:
@@ -144,53 +106,6 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- output folder
-
-
-def _own_files() -> set[str]:
-    return {f"{table}.jsonl" for table in TABLES} | {f".{table}.jsonl.part" for table in TABLES}
-
-
-def check_out(out: Path) -> list[str]:
-    """Whether ``out`` may take a snapshot, before anything is read or changed: the files of an earlier snapshot
-    there to replace (empty for a new or empty folder). Anything else is refused with a ``ValueError``."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder")
-    if not out.exists():
-        parent = next((p for p in out.absolute().parents if p.exists()), None)
-        if parent is None or not parent.is_dir():
-            raise ValueError(f"--out {out} cannot be created: {parent} is not a folder")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise ValueError(f"--out {out} cannot be created: {parent} is not writable")
-        return []
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {out} is not writable")
-    if not any(out.iterdir()):
-        return []
-    marker = out / MARKER
-    if not marker.is_file():
-        raise ValueError(f"--out {out} is not empty and holds no snapshot (no {MARKER}); give an empty or new folder")
-    try:
-        document = json.loads(marker.read_text(encoding="utf-8"))
-        files = document["files"]
-        if (
-            document.get("written_by") != WRITTEN_BY
-            or not isinstance(files, list)
-            or not all(isinstance(name, str) for name in files)
-        ):
-            raise ValueError
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise ValueError(f"{marker} is not a snapshot's {MARKER}; give an empty or new folder") from None
-    foreign = [name for name in files if name not in _own_files()]
-    if foreign:
-        raise ValueError(f"{marker} names {foreign[0]!r}, which snapshot never writes; give an empty or new folder")
-    return list(files)
-
-
-def _write_marker(out: Path, document: dict[str, Any]) -> None:
-    """Replace ``_snapshot.json`` in one rename, so a reader sees the old or the new one, never half of one."""
-    temporary = out / f".{MARKER}.part"
-    temporary.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, out / MARKER)
 
 
 class _Tables:
@@ -426,7 +341,7 @@ def take_snapshot(
 
     ``progress(done, total, rejected)`` is called after each group. Arguments and the output folder are checked
     before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all raises
-    :class:`SnapshotError` and leaves ``out`` as it was."""
+    :class:`ClusterReadError` and leaves ``out`` as it was."""
     check_patterns(group_patterns, "--group")
     check_patterns(topic_patterns, "--topic")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -434,7 +349,7 @@ def take_snapshot(
     if not 0 < timeout <= 600:
         raise ValueError(f"--timeout must be more than 0 and at most 600 seconds, got {timeout!r}")
     wire, _ = parse_address(address)
-    earlier = check_out(out)
+    earlier = check_folder(out, COLLECTOR)
     started = datetime.datetime.now(datetime.UTC)
     filters = _Filters(tuple(group_patterns), tuple(topic_patterns), include_system)
     transport = open_transport(address, token=token, timeout=timeout)
@@ -475,12 +390,12 @@ def _listings(transport: AdminTransport, address: str) -> tuple[set[str] | None,
         known: set[str] | None = set(transport.topics())
     except TransportError as error:
         if error.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "FAILED_PRECONDITION"):
-            raise SnapshotError(f"cannot reach the name server at {address}: {error}") from None
+            raise ClusterReadError(f"cannot reach the name server at {address}: {error}") from None
         known = None  # e.g. a name server with enableAllTopicList=false
     try:
         groups = transport.consumer_groups()
     except TransportError as error:
-        raise SnapshotError(f"cannot list the consumer groups at {address}: {error}") from None
+        raise ClusterReadError(f"cannot list the consumer groups at {address}: {error}") from None
     return known, groups
 
 
@@ -502,10 +417,7 @@ def _collect(
         else:
             skipped[reason].append(group)
 
-    out.mkdir(parents=True, exist_ok=True)
-    for name in target.earlier:
-        (out / name).unlink(missing_ok=True)
-    _write_marker(out, {"written_by": WRITTEN_BY, "complete": False, "files": sorted(_own_files())})
+    claim_folder(out, COLLECTOR, target.earlier, {"complete": False, "files": sorted(COLLECTOR.files)})
     tables = _Tables(out)
     routes = _Routes(transport, known)
     routed: set[str] = set()
@@ -536,10 +448,10 @@ def _collect(
         tables.close()
     counts = dict(tables.counts)
     partial = counts["rejected"] > 0
-    _write_marker(
+    write_marker(
         out,
+        COLLECTOR,
         {
-            "written_by": WRITTEN_BY,
             "complete": True,
             "partial": partial,
             "address": target.address,

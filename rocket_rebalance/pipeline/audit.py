@@ -19,22 +19,18 @@ from typing import Any
 
 from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX
 from rocket_rebalance.pipeline.sides import MORE_CONSUMERS_THAN_QUEUES
+from rocket_rebalance.snapshot_folder import collector_notes
 
 __all__ = [
     "FINDING_COLUMNS",
     "Audit",
-    "collector_notes",
     "expected_idleness",
     "format_audit",
     "run_audit",
-    "snapshot_partial",
 ]
 
 FINDING_COLUMNS = ("group", "topic", "side", "kind", "where", "reason")
 """A finding: ``where`` is the queue (``broker:queue_id``) or the consumer (its client ID) it is about."""
-
-STATUS_FILE = "_snapshot.json"
-COLLECTOR_REJECTED = "rejected.jsonl"
 
 
 @dataclass
@@ -63,39 +59,6 @@ def expected_idleness(row: Mapping[str, Any]) -> bool:
         and str(row["topic"] or "").startswith(RETRY_GROUP_TOPIC_PREFIX)
         and row["reason"] == MORE_CONSUMERS_THAN_QUEUES
     )
-
-
-def snapshot_partial(snapshot: Path) -> bool:
-    """The collector's ``_snapshot.json`` partial flag (False when the file is absent)."""
-    status = snapshot / STATUS_FILE
-    if not status.is_file():
-        return False
-    try:
-        document = json.loads(status.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"snapshot {snapshot}: {STATUS_FILE} is not JSON: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("partial", False), bool):
-        raise ValueError(f'snapshot {snapshot}: {STATUS_FILE} must be an object with "partial": true or false')
-    return bool(document.get("partial", False))
-
-
-def collector_notes(snapshot: Path) -> list[dict[str, Any]]:
-    """The collector's ``rejected.jsonl`` rows (none when the file is absent): what it could not read, and why."""
-    notes: list[dict[str, Any]] = []
-    rejected = snapshot / COLLECTOR_REJECTED
-    if rejected.is_file():
-        for number, line in enumerate(rejected.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                row = None
-            if not isinstance(row, dict):
-                raise ValueError(f"snapshot {snapshot}: {COLLECTOR_REJECTED} line {number} is not a JSON object")
-            notes.append({key: row.get(key) for key in ("group", "client_id", "reason")})
-    notes.sort(key=lambda r: tuple(str(r[k] or "") for k in ("group", "client_id", "reason")))
-    return notes
 
 
 def _where(row: Mapping[str, Any]) -> str:

@@ -20,22 +20,21 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocket_rebalance.model import PERM_READ, PERM_WRITE, MessageQueue, retry_topic, sort_client_ids
 from rocket_rebalance.pipeline.settings import parse_strategy
 from rocket_rebalance.pipeline.sides import ViewPlans, topic_queues
+from rocket_rebalance.snapshot_folder import FLEET_GEN, TABLES, check_folder, claim_folder
 from rocket_rebalance.strategies import java_compatible
 
-__all__ = ["MARKER", "generate_fleet", "write_fleet"]
-
-MARKER = "_fleet-gen.json"
-"""Written into a fleet folder before its tables, listing them: a later run deletes exactly those files, so
-switching ``--format`` leaves no stale table of the other format, and a folder fleet-gen did not write (a real
-snapshot, say) is refused instead of overwritten."""
+__all__ = ["generate_fleet", "write_fleet"]
 
 Row = dict[str, Any]
+Topic = tuple[str, list[str], int]
+"""A topic of the fleet: its name, its brokers and its queues per broker."""
 
 PLAIN_BROKERS = [f"broker-{chr(ord('a') + k)}" for k in range(6)]
 ROOM_BROKERS = ["hz@broker-r1", "hz@broker-r2", "sh@broker-r3", "sh@broker-r4"]
@@ -116,141 +115,170 @@ def generate_fleet(
     observed: bool = False,
     fault_rate: float = 0.05,
 ) -> Iterator[tuple[str, Row]]:
-    """Yield ``(table, row)`` pairs of a fleet of ``groups`` consumer groups (with ``observed`` holdings)."""
+    """Yield ``(table, row)`` pairs of a fleet of ``groups`` consumer groups (with ``observed`` holdings).
+
+    A seed gives the same fleet because every draw comes from one random stream in a fixed order: the topics first,
+    then group by group its settings, its members and its offsets. The helpers below are those steps; keep their
+    draws in this order (planted faults draw from a stream of their own)."""
     rng = random.Random(seed)
     faults = random.Random(f"observed-{seed}")
-    topic_count = max(4, groups // 2)
-    topics: list[tuple[str, list[str], int]] = []
-    for k in range(topic_count):
-        room_topic = rng.random() < 0.1
-        brokers = ROOM_BROKERS if room_topic else rng.sample(PLAIN_BROKERS, rng.choice((1, 2, 2, 3, 4)))
-        queues = rng.choice((4, 8, 8, 8, 16, 16, 32))
-        name = f"{'Room' if room_topic else 'Topic'}_{k:06d}"
-        topics.append((name, brokers, queues))
+    topics = _topics(rng, max(4, groups // 2))
+    for name, brokers, queues in topics:
         for broker in brokers:
-            yield "routes", {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": PERM_READ | PERM_WRITE}
+            yield "routes", _route(name, broker, queues)
     for g in range(groups):
-        group = f"GID_{g:07d}"
-        draw = rng.random()
-        model = "BROADCASTING" if draw < 0.03 else "CLUSTERING"
-        options: dict[str, Any] | None = None
-        strategy = "AVG"
-        chosen = rng.sample(topics, min(len(topics), rng.randint(1, topics_per_group)))
-        rooms_used = any("@" in b for _, brokers, _ in chosen for b in brokers)
-        pick = rng.random()
-        if rooms_used and pick < 0.5:
-            strategy, options = (
-                ("MACHINE_ROOM", {"consumer_idcs": ["hz"]})
-                if pick < 0.2
-                else (
-                    "MACHINE_ROOM_NEARBY",
-                    {"inner": "AVG"},
-                )
-            )
-        elif pick < 0.12:
-            strategy = "AVG_BY_CIRCLE"
-        elif pick < 0.24:
-            strategy, options = "CONSISTENT_HASH", {"virtual_node_count": rng.choice((5, 10, 10, 20))}
-        elif pick < 0.26:
-            name, brokers, _ = chosen[0]
-            options = {"message_queues": [{"topic": name, "brokerName": brokers[0], "queueId": q} for q in range(2)]}
-            strategy = "CONFIG"
-        # this library's own strategies; their options come from the same draw, so the random stream (and so every
-        # other group of a seed) stays what it was before they were added
-        elif pick < 0.29:
-            strategy, options = "CONSISTENT_HASH_BOUNDED", ({"eps": 0} if pick < 0.275 else None)
-        elif pick < 0.32:
-            strategy, options = "CROSS_TOPIC", ({"inner": "CONSISTENT_HASH_BOUNDED"} if pick < 0.305 else None)
-        yield (
-            "groups",
-            {
-                "group": group,
-                "strategy": strategy,
-                "message_model": model,
-                "options": json.dumps(options, sort_keys=True) if options else None,
-            },
-        )
-        subscribed = [name for name, _, _ in chosen]
-        group_routes = [
-            {"topic": name, "broker": broker, "read_queue_nums": queues, "perm": PERM_READ | PERM_WRITE}
-            for name, brokers, queues in chosen
-            for broker in brokers
-        ]
-        if model == "CLUSTERING":
-            retry = retry_topic(group)
-            subscribed.append(retry)
-            for broker in chosen[0][1]:
-                route = {"topic": retry, "broker": broker, "read_queue_nums": 1, "perm": PERM_READ | PERM_WRITE}
-                group_routes.append(route)
-                yield "routes", route
-        for name in subscribed:
-            yield "subscriptions", {"group": group, "topic": name}
-        room_aware = strategy.startswith("MACHINE_ROOM_NEARBY")
-        ids = [_client_id(rng, rng.choice(ROOMS) if room_aware else None) for _ in range(_group_size(rng))]
-        stale = len(ids) > 2 and rng.random() < split_views
-        old_view = ids[:-1] if stale else None
-        silent: set[str] = set()
-        held_rows: list[Row] = []
-        reports: Row = {}
-        if observed:
-            options_text = json.dumps(options, sort_keys=True) if options else None
-            held = _holdings(group, strategy, options_text, model, ids, group_routes)
-            silent, held_rows = _observed_rows(group, ids, held, faults, fault_rate)
-            configured = parse_strategy(strategy, options_text)
-            language = "JAVA" if java_compatible(configured) else "PYTHON"  # Java cannot run this library's own
-            reports = {"strategy": configured.name, "language": language}
-        for position, cid in enumerate(ids):
-            view = old_view if stale and position < len(ids) // 2 else None
-            member: Row = {"group": group, "client_id": cid, "view": view}
-            if observed:
-                member.update(reports, reported=cid not in silent)
+        group = _settings(rng, f"GID_{g:07d}", topics, topics_per_group)
+        yield "groups", group.row()
+        for route in group.retry_routes():
+            yield "routes", route
+        for name in group.subscribed():
+            yield "subscriptions", {"group": group.name, "topic": name}
+        members, held_rows = _members(rng, faults, group, split_views, fault_rate if observed else None)
+        for member in members:
             yield "members", member
         for row in held_rows:
             yield "observed", row
-        if model == "CLUSTERING":
-            for name, brokers, queues in chosen:
-                for broker in brokers:
-                    for q in range(queues):
-                        top = rng.randrange(1_000, 50_000_000)
-                        lag = int(rng.expovariate(1 / 200)) if rng.random() < 0.7 else 0
-                        committed = max(0, top - lag)
-                        in_flight = None if rng.random() < 0.3 else min(top, committed + rng.randrange(0, 64))
-                        yield (
-                            "offsets",
-                            {
-                                "group": group,
-                                "topic": name,
-                                "broker": broker,
-                                "queue_id": q,
-                                "max_offset": top,
-                                "committed_offset": committed,
-                                "in_flight_offset": in_flight,
-                            },
-                        )
+        for row in _offsets(rng, group):
+            yield "offsets", row
 
 
-def _claim(out: Path, files: list[str], possible: set[str]) -> None:
-    """Make ``out`` ready for ``files``: remove what an earlier fleet-gen run wrote there (and only that: names in
-    ``possible``), and record the new files; a folder with anything in it and no marker is refused."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"fleet-gen: --out {out} is a file, not a folder")
-    marker = out / MARKER
-    if out.is_dir() and any(out.iterdir()):
-        if not marker.is_file():
-            raise ValueError(
-                f"fleet-gen: --out {out} is not empty and was not written by fleet-gen (no {MARKER}); "
-                "give an empty or new folder"
+def _route(topic: str, broker: str, queues: int) -> Row:
+    return {"topic": topic, "broker": broker, "read_queue_nums": queues, "perm": PERM_READ | PERM_WRITE}
+
+
+def _topics(rng: random.Random, count: int) -> list[Topic]:
+    """The fleet's topics: one in ten on the brokers of the machine rooms, the others on one to four plain brokers."""
+    topics: list[Topic] = []
+    for k in range(count):
+        room_topic = rng.random() < 0.1
+        brokers = ROOM_BROKERS if room_topic else rng.sample(PLAIN_BROKERS, rng.choice((1, 2, 2, 3, 4)))
+        queues = rng.choice((4, 8, 8, 8, 16, 16, 32))
+        topics.append((f"{'Room' if room_topic else 'Topic'}_{k:06d}", brokers, queues))
+    return topics
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One group's settings: its name, message model, strategy and options, and the topics it subscribes to."""
+
+    name: str
+    model: str
+    strategy: str
+    options: dict[str, Any] | None
+    chosen: list[Topic]
+
+    @property
+    def options_text(self) -> str | None:
+        return json.dumps(self.options, sort_keys=True) if self.options else None
+
+    def row(self) -> Row:
+        return {
+            "group": self.name,
+            "strategy": self.strategy,
+            "message_model": self.model,
+            "options": self.options_text,
+        }
+
+    def retry_routes(self) -> list[Row]:
+        """A clustering group's retry topic: one queue on each broker of its first topic, as brokers create it."""
+        if self.model != "CLUSTERING":
+            return []
+        return [_route(retry_topic(self.name), broker, 1) for broker in self.chosen[0][1]]
+
+    def subscribed(self) -> list[str]:
+        return [name for name, _, _ in self.chosen] + ([retry_topic(self.name)] if self.model == "CLUSTERING" else [])
+
+    def routes(self) -> list[Row]:
+        """The routes of every subscribed topic, the retry topic's included."""
+        chosen = [_route(name, broker, queues) for name, brokers, queues in self.chosen for broker in brokers]
+        return chosen + self.retry_routes()
+
+
+def _settings(rng: random.Random, group: str, topics: list[Topic], topics_per_group: int) -> _Group:
+    """A group's message model (3% broadcasting), topics and strategy: mostly AVG, the room-aware strategies for
+    groups on the machine rooms' brokers, and every other strategy in a few percent of the groups."""
+    draw = rng.random()
+    model = "BROADCASTING" if draw < 0.03 else "CLUSTERING"
+    options: dict[str, Any] | None = None
+    strategy = "AVG"
+    chosen = rng.sample(topics, min(len(topics), rng.randint(1, topics_per_group)))
+    rooms_used = any("@" in b for _, brokers, _ in chosen for b in brokers)
+    pick = rng.random()
+    if rooms_used and pick < 0.5:
+        strategy, options = (
+            ("MACHINE_ROOM", {"consumer_idcs": ["hz"]})
+            if pick < 0.2
+            else (
+                "MACHINE_ROOM_NEARBY",
+                {"inner": "AVG"},
             )
-        try:
-            earlier = json.loads(marker.read_text(encoding="utf-8"))["files"]
-        except (ValueError, KeyError, TypeError):
-            raise ValueError(f"fleet-gen: {marker} is not a fleet-gen marker; give an empty or new folder") from None
-        for name in earlier:
-            if name not in possible:
-                raise ValueError(f"fleet-gen: {marker} names {name!r}, which fleet-gen never writes")
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"written_by": "rocket-rebalance fleet-gen", "files": files}), encoding="utf-8")
+        )
+    elif pick < 0.12:
+        strategy = "AVG_BY_CIRCLE"
+    elif pick < 0.24:
+        strategy, options = "CONSISTENT_HASH", {"virtual_node_count": rng.choice((5, 10, 10, 20))}
+    elif pick < 0.26:
+        name, brokers, _ = chosen[0]
+        options = {"message_queues": [{"topic": name, "brokerName": brokers[0], "queueId": q} for q in range(2)]}
+        strategy = "CONFIG"
+    # this library's own strategies; their options come from the same draw, so the random stream (and so every
+    # other group of a seed) stays what it was before they were added
+    elif pick < 0.29:
+        strategy, options = "CONSISTENT_HASH_BOUNDED", ({"eps": 0} if pick < 0.275 else None)
+    elif pick < 0.32:
+        strategy, options = "CROSS_TOPIC", ({"inner": "CONSISTENT_HASH_BOUNDED"} if pick < 0.305 else None)
+    return _Group(group, model, strategy, options, chosen)
+
+
+def _members(
+    rng: random.Random, faults: random.Random, group: _Group, split_views: float, fault_rate: float | None
+) -> tuple[list[Row], list[Row]]:
+    """The group's ``members`` rows, a few with a stale view (the first half has not seen the newest member), and
+    with ``fault_rate`` (observed holdings asked for) what each reports and holds: its ``observed`` rows."""
+    room_aware = group.strategy.startswith("MACHINE_ROOM_NEARBY")
+    ids = [_client_id(rng, rng.choice(ROOMS) if room_aware else None) for _ in range(_group_size(rng))]
+    stale = len(ids) > 2 and rng.random() < split_views
+    old_view = ids[:-1] if stale else None
+    silent: set[str] = set()
+    held_rows: list[Row] = []
+    reports: Row = {}
+    if fault_rate is not None:
+        held = _holdings(group.name, group.strategy, group.options_text, group.model, ids, group.routes())
+        silent, held_rows = _observed_rows(group.name, ids, held, faults, fault_rate)
+        configured = parse_strategy(group.strategy, group.options_text)
+        language = "JAVA" if java_compatible(configured) else "PYTHON"  # Java cannot run this library's own
+        reports = {"strategy": configured.name, "language": language}
+    members: list[Row] = []
+    for position, cid in enumerate(ids):
+        view = old_view if stale and position < len(ids) // 2 else None
+        member: Row = {"group": group.name, "client_id": cid, "view": view}
+        if fault_rate is not None:
+            member.update(reports, reported=cid not in silent)
+        members.append(member)
+    return members, held_rows
+
+
+def _offsets(rng: random.Random, group: _Group) -> Iterator[Row]:
+    """A clustering group's offsets on its topics (not the retry topic): lag on most queues, an in-flight offset on
+    many (a broadcasting group's offsets are its consumers' own, which brokers do not hold)."""
+    if group.model != "CLUSTERING":
+        return
+    for name, brokers, queues in group.chosen:
+        for broker in brokers:
+            for q in range(queues):
+                top = rng.randrange(1_000, 50_000_000)
+                lag = int(rng.expovariate(1 / 200)) if rng.random() < 0.7 else 0
+                committed = max(0, top - lag)
+                in_flight = None if rng.random() < 0.3 else min(top, committed + rng.randrange(0, 64))
+                yield {
+                    "group": group.name,
+                    "topic": name,
+                    "broker": broker,
+                    "queue_id": q,
+                    "max_offset": top,
+                    "committed_offset": committed,
+                    "in_flight_offset": in_flight,
+                }
 
 
 def write_fleet(
@@ -279,7 +307,7 @@ def write_fleet(
         "boolean": pa.bool_(),
         "array<string>": pa.list_(pa.string()),
     }
-    written = [name for name in INPUT_TABLES if name != "rejected" and (observed or name != "observed")]
+    written = [name for name in TABLES if name != "rejected" and (observed or name != "observed")]
     buffers: dict[str, list[Row]] = {name: [] for name in written}
     counts = dict.fromkeys(written, 0)
     writers: dict[str, Any] = {}
@@ -301,11 +329,8 @@ def write_fleet(
 
     if fmt not in ("parquet", "jsonl"):
         raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
-    _claim(
-        out,
-        [f"{name}.{fmt}" for name in written],
-        {f"{name}.{suffix}" for name in INPUT_TABLES if name != "rejected" for suffix in ("parquet", "jsonl")},
-    )
+    # a folder fleet-gen did not write (a real snapshot, say) is refused instead of overwritten
+    claim_folder(out, FLEET_GEN, check_folder(out, FLEET_GEN), {"files": [f"{name}.{fmt}" for name in written]})
     try:
         for table, row in generate_fleet(groups, seed, split_views, observed=observed):
             buffers[table].append(row)

@@ -31,18 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
-from rocket_rebalance.pipeline.audit import snapshot_partial
 from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
-from rocket_rebalance.pipeline.schema import (
-    AFTER_TABLES,
-    INPUT_TABLES,
-    OPTIONAL_TABLES,
-    TableSpec,
-    check_snapshot,
-)
+from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot
 from rocket_rebalance.pipeline.validate import (
     NAME_PATTERN,
     NOT_AN_OBJECT,
@@ -50,6 +43,7 @@ from rocket_rebalance.pipeline.validate import (
     TOO_MANY_QUEUES,
     type_reason,
 )
+from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, snapshot_partial
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -63,8 +57,6 @@ __all__ = [
     "spark_error_line",
     "spark_failures",
 ]
-
-BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
 
 MALFORMED = "_malformed"
 """The column :func:`_read` adds: why a row's values cannot be read as the table's types (null when they can)."""
@@ -323,76 +315,24 @@ def run_impact(
     earlier run's output). ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped.
     ``writer`` says who writes the tables (default: the executors, with pyarrow; see :mod:`.writers`).
     """
-    if after is not None and scenario is not None:
-        raise ValueError("give either an after snapshot or a scenario, not both")
-    if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
-        raise ValueError(f"--partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
-    if spark is None and master:
-        check_master(master)
-    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    started = time.monotonic()
-    step = 0
-
-    def log(text: str) -> None:
-        nonlocal step
-        step += 1
-        say(f"impact [{step}] {time.monotonic() - started:6.1f}s {text}")
-
+    _check_arguments(after, scenario, partitions, master if spark is None else "")
+    log = _StepLog(progress)
     log(f"checking snapshot {snapshot}")
-    before_paths: dict[str, tuple[Path | str, str]] = dict(
-        check_snapshot(Path(snapshot), BEFORE_TABLES, OPTIONAL_TABLES)
-        if _is_local(snapshot)
-        else _remote(snapshot, BEFORE_TABLES)
-    )
-    after_paths: dict[str, tuple[Path | str, str]] | None = None
-    if after is not None:
-        after_paths = dict(
-            check_snapshot(Path(after), AFTER_TABLES) if _is_local(after) else _remote(after, AFTER_TABLES)
-        )
-    partial = [str(p) for p in (snapshot, after) if p is not None and _is_local(p) and snapshot_partial(Path(p))]
+    found = _check_inputs(snapshot, after)
     compare = after is not None or scenario is not None
     out_text = str(out)
     target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
-    tables = [path for path, _ in (*before_paths.values(), *(after_paths or {}).values())]
-    claim_output(target, [snapshot, *([after] if after is not None else []), *tables, *inputs])
+    claim_output(target, [snapshot, *([after] if after is not None else []), *found.tables, *inputs])
     own_session = spark is None
     if spark is None:
         log(f"starting Spark ({master or 'master from spark-submit'})")
         spark = build_session(master, conf)
-    from pyspark.sql import functions as F
-
-    from rocket_rebalance.pipeline.worker import publish_files
     from rocket_rebalance.pipeline.writers import write_tables
 
-    # several partitions per core: one group of hundreds of consumers cannot leave a core idle at the end for long
-    count = partitions or max(2, 4 * spark.sparkContext.defaultParallelism)
-    # Every shuffle (the group assembly, and so the per-group work after it) gets exactly `count` partitions: the
-    # assembled groups are then already partitioned by group, so no extra shuffle of the whole fleet is needed
-    # before mapInArrow, and adaptive execution must not merge them into fewer Python tasks than there are cores.
-    restore = _set_conf(
-        spark, {"spark.sql.shuffle.partitions": str(count), "spark.sql.adaptive.coalescePartitions.enabled": "false"}
-    )
+    count, restore = _partition(spark, partitions)
     try:
         log("reading and checking rows")
-        frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in before_paths.items()}
-        good, rejected = _split(frames, "before")
-        groups = _side(good, "before")
-        if after_paths is not None:
-            after_frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in after_paths.items()}
-            after_good, after_rejected = _split(after_frames, "after")
-            rejected = rejected.unionByName(after_rejected)
-            groups = groups.join(_side(after_good, "after"), "group", "full_outer")
-        if compare:
-            offsets = (
-                good["offsets"]
-                .groupBy("group")
-                .agg(
-                    F.collect_list(
-                        F.struct("topic", "broker", "queue_id", "max_offset", "committed_offset", "in_flight_offset")
-                    ).alias("offsets")
-                )
-            )
-            groups = groups.join(offsets, "group", "left_outer")
+        groups, rejected = _assemble(spark, found, compare)
         log(f"analyzing groups in {count} partitions")
         clear_output(target)
         written = write_tables(
@@ -405,25 +345,132 @@ def run_impact(
             data = _report_data(written.table, scenario, after, snapshot, compare)
         finally:
             written.release()
-        data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in partial]
-        report_path = None
-        with tempfile.TemporaryDirectory(prefix="rr-impact-") as local:  # drawn here, then put beside the tables
-            if report:
-                write_report(data, Path(local))
-                report_path = f"{out_text}/report.md"
-            summary = {"rows": rows, "totals": data.totals, "partial": partial}
-            (Path(local) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-            publish_files(local, target)
-        seconds = time.monotonic() - started
+        data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in found.partial]
+        report_path = _publish_summary(data, rows, found.partial, target, out_text if report else None)
+        seconds = log.seconds()
         log(
             f"done: {data.totals['groups']} groups, {data.totals['groups_rebalancing']} rebalance, "
             f"{rows.get('violations', 0)} violation rows, {rows['rejected']} rejected rows; output in {out_text}"
         )
-        return ImpactResult(out_text, rows, data.totals, report_path, seconds, partial)
+        return ImpactResult(out_text, rows, data.totals, report_path, seconds, found.partial)
     finally:
         restore()
         if own_session:
             spark.stop()
+
+
+def _check_arguments(after: Path | str | None, scenario: Scenario | None, partitions: int | None, master: str) -> None:
+    """The arguments alone, first of all; ``master`` is checked unless empty (a session was given, or
+    spark-submit chooses it)."""
+    if after is not None and scenario is not None:
+        raise ValueError("give either an after snapshot or a scenario, not both")
+    if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
+        raise ValueError(f"--partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+    if master:
+        check_master(master)
+
+
+class _StepLog:
+    """``impact [3]   12.4s reading and checking rows``: numbered steps with the time since the run started, to
+    ``progress`` (default: stderr), so a long run on a cluster shows where it is."""
+
+    def __init__(self, progress: Callable[[str], None] | None) -> None:
+        self._say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._started = time.monotonic()
+        self._step = 0
+
+    def __call__(self, text: str) -> None:
+        self._step += 1
+        self._say(f"impact [{self._step}] {self.seconds():6.1f}s {text}")
+
+    def seconds(self) -> float:
+        return time.monotonic() - self._started
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The checked input tables of both sides (path and format of each) and the snapshots marked partial."""
+
+    before: dict[str, tuple[Path | str, str]]
+    after: dict[str, tuple[Path | str, str]] | None
+    partial: list[str]
+
+    @property
+    def tables(self) -> list[Path | str]:
+        return [path for path, _ in (*self.before.values(), *(self.after or {}).values())]
+
+
+def _check_inputs(snapshot: Path | str, after: Path | str | None) -> _Inputs:
+    """Check the local snapshots' tables and read their collectors' partial flags before Spark starts, so a typo
+    costs a second; tables under a URI are left to Spark."""
+    before: dict[str, tuple[Path | str, str]] = dict(
+        check_snapshot(Path(snapshot), BEFORE_TABLES, OPTIONAL_TABLES)
+        if _is_local(snapshot)
+        else _remote(snapshot, BEFORE_TABLES)
+    )
+    after_paths: dict[str, tuple[Path | str, str]] | None = None
+    if after is not None:
+        after_paths = dict(
+            check_snapshot(Path(after), AFTER_TABLES) if _is_local(after) else _remote(after, AFTER_TABLES)
+        )
+    partial = [str(p) for p in (snapshot, after) if p is not None and _is_local(p) and snapshot_partial(Path(p))]
+    return _Inputs(before, after_paths, partial)
+
+
+def _assemble(spark: SparkSession, found: _Inputs, compare: bool) -> tuple[DataFrame, DataFrame]:
+    """One row per group with both sides (and the offsets when comparing), and every rejected input row."""
+    from pyspark.sql import functions as F
+
+    frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in found.before.items()}
+    good, rejected = _split(frames, "before")
+    groups = _side(good, "before")
+    if found.after is not None:
+        after_frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in found.after.items()}
+        after_good, after_rejected = _split(after_frames, "after")
+        rejected = rejected.unionByName(after_rejected)
+        groups = groups.join(_side(after_good, "after"), "group", "full_outer")
+    if compare:
+        offsets = (
+            good["offsets"]
+            .groupBy("group")
+            .agg(
+                F.collect_list(
+                    F.struct("topic", "broker", "queue_id", "max_offset", "committed_offset", "in_flight_offset")
+                ).alias("offsets")
+            )
+        )
+        groups = groups.join(offsets, "group", "left_outer")
+    return groups, rejected
+
+
+def _publish_summary(
+    data: ReportData, rows: dict[str, int], partial: list[str], target: str, report_to: str | None
+) -> str | None:
+    """Write ``summary.json`` (and ``report.md`` when ``report_to`` is the output folder as given) beside the
+    tables: drawn in a local folder, then put there, as the output may be on a remote file system. Returns the
+    report's path."""
+    from rocket_rebalance.pipeline.worker import publish_files
+
+    report_path = None
+    with tempfile.TemporaryDirectory(prefix="rr-impact-") as local:
+        if report_to is not None:
+            write_report(data, Path(local))
+            report_path = f"{report_to}/report.md"
+        summary = {"rows": rows, "totals": data.totals, "partial": partial}
+        (Path(local) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        publish_files(local, target)
+    return report_path
+
+
+def _partition(spark: SparkSession, partitions: int | None) -> tuple[int, Callable[[], None]]:
+    """Give every shuffle of this job (the group assembly, and so the per-group work after it) exactly ``count``
+    partitions: the assembled groups are then already partitioned by group, so no extra shuffle of the whole fleet
+    is needed before mapInArrow, and adaptive execution must not merge them into fewer Python tasks than there are
+    cores. By default several per core: one group of hundreds of consumers cannot leave a core idle at the end for
+    long. Returns ``count`` and what puts the session's own settings back."""
+    count = partitions or max(2, 4 * spark.sparkContext.defaultParallelism)
+    settings = {"spark.sql.shuffle.partitions": str(count), "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    return count, _set_conf(spark, settings)
 
 
 def _set_conf(spark: SparkSession, settings: dict[str, str]) -> Callable[[], None]:

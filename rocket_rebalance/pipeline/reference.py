@@ -19,14 +19,9 @@ from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
 from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import Scenario
-from rocket_rebalance.pipeline.schema import (
-    AFTER_TABLES,
-    INPUT_TABLES,
-    OPTIONAL_TABLES,
-    OUTPUT_TABLES,
-    check_snapshot,
-)
+from rocket_rebalance.pipeline.schema import INPUT_TABLES, OUTPUT_TABLES, check_snapshot
 from rocket_rebalance.pipeline.validate import NOT_AN_OBJECT, ORPHAN_OBSERVED, row_reason, type_reason
+from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, data_files
 
 __all__ = [
     "Tables",
@@ -83,14 +78,7 @@ def _typed_row(raw: Any, table: str) -> Row:
 
 def _file_rows(path: Path, fmt: str) -> Iterator[Any]:
     """Each row of a table's files: a dict, or for a JSON line that does not parse, ``None`` (a malformed row)."""
-    files = (
-        [path]
-        if path.is_file()
-        else sorted(
-            p for p in path.glob("*.parquet" if fmt == "parquet" else "*.json*") if not p.name.startswith(("_", "."))
-        )
-    )
-    for file in files:
+    for file in data_files(path, fmt):
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -215,8 +203,7 @@ def flatten(results: Iterable[Mapping[str, Any]]) -> Tables:
 def _results(
     snapshot: Path, after: Path | None, scenario: Scenario | None, rejected: list[Row]
 ) -> Iterator[dict[str, Any]]:
-    tables = ("routes", "members", "subscriptions", "groups", "offsets")
-    before = _split("before", read_snapshot(snapshot, tables, OPTIONAL_TABLES), rejected)
+    before = _split("before", read_snapshot(snapshot, BEFORE_TABLES, OPTIONAL_TABLES), rejected)
     after_tables = _split("after", read_snapshot(after, AFTER_TABLES), rejected) if after is not None else None
     compare = after is not None or scenario is not None
     return (analyze_group(row, scenario, compare) for row in assemble_groups(before, after_tables, compare))

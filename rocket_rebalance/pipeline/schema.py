@@ -1,7 +1,9 @@
-"""The snapshot tables the pipeline reads and the tables it writes, in one place.
+"""The types of the snapshot tables the pipeline reads and of the tables it writes, in one place.
 
-Input tables are checked here (presence and columns) before any Spark work starts, because a typo in a folder name
-should cost a second, not a JVM start and a failed stage. Output schemas are Arrow schemas: the executors build Arrow
+The snapshot folder's names and files (which tables, where each lives, the collector's marker) are its contract in
+:mod:`rocket_rebalance.snapshot_folder`; here are the columns and their types, which need pyarrow. Input tables are
+checked here (presence and columns) before any Spark work starts, because a typo in a folder name should cost a
+second, not a JVM start and a failed stage. Output schemas are Arrow schemas: the executors build Arrow
 batches directly and the Spark schema is derived from them, so the two cannot drift apart.
 """
 
@@ -13,22 +15,16 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rocket_rebalance.snapshot_folder import SnapshotError, data_files, has_table, table_path
+
 __all__ = [
-    "AFTER_TABLES",
     "INPUT_TABLES",
-    "OPTIONAL_TABLES",
     "OUTPUT_TABLES",
     "Column",
-    "SnapshotError",
     "TableSpec",
     "check_snapshot",
     "struct_of_rows",
-    "table_path",
 ]
-
-
-class SnapshotError(ValueError):
-    """A snapshot folder that cannot be read: a missing table or column, or an unknown file format."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +47,7 @@ class TableSpec:
         return ", ".join(f"`{c.name}` {c.spark_type}" for c in self.columns)
 
 
-INPUT_TABLES: dict[str, TableSpec] = {
+INPUT_TABLES: dict[str, TableSpec] = {  # the tables of snapshot_folder.TABLES, in its order
     spec.name: spec
     for spec in (
         TableSpec(
@@ -118,43 +114,6 @@ INPUT_TABLES: dict[str, TableSpec] = {
     )
 }
 
-OPTIONAL_TABLES = ("observed", "rejected")
-"""Tables a live-cluster collector adds (``rocket-rebalance snapshot``), read from ``--snapshot`` when present:
-``observed``, the queues each consumer reports holding, and ``rejected``, what the collector could not read
-(``group``, ``client_id``, ``reason``)."""
-
-AFTER_TABLES = ("routes", "members", "subscriptions", "groups")
-"""An ``--after`` snapshot needs no offsets: exposure is measured on the offsets at the moment of the change."""
-
-
-def table_path(snapshot: Path, table: str) -> tuple[Path, str]:
-    """Where a table lives in a snapshot folder and its format: ``<table>.parquet`` or ``<table>.jsonl``.
-
-    Either may be one file or a folder of part files (as Spark writes them). A table present in two formats is an
-    error rather than a choice: one of them is stale (a fleet rewritten in another format), and reading either
-    silently would analyse a fleet nobody asked about.
-    """
-    found = [
-        (snapshot / f"{table}{suffix}", fmt)
-        for suffix, fmt in ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json"))
-        if (snapshot / f"{table}{suffix}").exists()
-    ]
-    if len(found) > 1:
-        names = " and ".join(path.name for path, _ in found)
-        raise SnapshotError(f"snapshot {snapshot}: table {table!r} is there twice, as {names}; remove the stale one")
-    if not found:
-        raise SnapshotError(
-            f"snapshot {snapshot}: table {table!r} not found (expected {table}.parquet or {table}.jsonl)"
-        )
-    return found[0]
-
-
-def _data_files(path: Path, fmt: str) -> list[Path]:
-    if path.is_file():
-        return [path]
-    pattern = "*.parquet" if fmt == "parquet" else "*.json*"
-    return sorted(p for p in path.glob(pattern) if not p.name.startswith(("_", ".")))
-
 
 def _fits(kind: pa.DataType, spark_type: str) -> bool:
     """Whether a Parquet column of Arrow type ``kind`` can be read as ``spark_type`` (all-null columns can)."""
@@ -195,7 +154,7 @@ def _parquet_columns(files: list[Path], spec: TableSpec, where: str) -> set[str]
 
 def _columns_of(path: Path, fmt: str, spec: TableSpec, where: str) -> set[str] | None:
     """Column names of the first data file, or ``None`` for an empty table (nothing to check)."""
-    files = _data_files(path, fmt)
+    files = data_files(path, fmt)
     if not files:
         return None
     if fmt == "parquet":
@@ -227,7 +186,7 @@ def check_snapshot(
     if not snapshot.is_dir():
         raise SnapshotError(f"snapshot {snapshot}: not a folder")
     found: dict[str, tuple[Path, str]] = {}
-    present = [t for t in optional if any((snapshot / f"{t}{s}").exists() for s in (".parquet", ".jsonl", ".json"))]
+    present = [table for table in optional if has_table(snapshot, table)]
     for table in (*tables, *present):
         path, fmt = table_path(snapshot, table)
         columns = _columns_of(path, fmt, INPUT_TABLES[table], f"snapshot {snapshot}: table {table}")

@@ -42,6 +42,7 @@ from rocket_rebalance.strategies.registry import (
     create_strategy,
     java_compatible,
     spans_topics,
+    strategy_name,
 )
 
 __all__ = [
@@ -71,4 +72,5 @@ __all__ = [
     "load_cap",
     "plan_group",
     "spans_topics",
+    "strategy_name",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from rocket_rebalance.strategies.averagely import (
@@ -27,9 +26,10 @@ __all__ = [
     "create_strategy",
     "java_compatible",
     "spans_topics",
+    "strategy_name",
 ]
 
-_FACTORIES: dict[str, Callable[..., AllocateMessageQueueStrategy]] = {
+_FACTORIES: dict[str, type[AllocateMessageQueueStrategy]] = {
     "AVG": AllocateMessageQueueAveragely,
     "AVG_BY_CIRCLE": AllocateMessageQueueAveragelyByCircle,
     "CONSISTENT_HASH": AllocateMessageQueueConsistentHash,
@@ -42,6 +42,7 @@ _FACTORIES: dict[str, Callable[..., AllocateMessageQueueStrategy]] = {
 }
 
 STRATEGY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+_NAMES_BY_CLASS = {factory.__name__: name for name, factory in _FACTORIES.items()}
 JAVA_STRATEGY_NAMES: tuple[str, ...] = STRATEGY_NAMES[:6]
 """The six that Apache RocketMQ's Java client has, bit-exact (the golden vectors); the rest are Python only."""
 
@@ -70,6 +71,19 @@ def create_strategy(name: str, **options: Any) -> AllocateMessageQueueStrategy:
     if name in ("MACHINE_ROOM_NEARBY", "CROSS_TOPIC") and isinstance(options.get("inner"), str):
         options["inner"] = create_strategy(options["inner"])
     return factory(**options)
+
+
+def strategy_name(reported: str) -> str | None:
+    """A consumer's ``allocateMessageQueueStrategy`` property as a strategy name of this registry.
+
+    Java sends the strategy object's ``toString`` (``org.apache...AllocateMessageQueueAveragely@1b6d3586``), this
+    library's consumers the dotted class name; the class names are the same in both, so the last dotted part before
+    any ``@`` decides. An unknown class (a custom strategy) keeps its class name; no property gives None.
+    CROSS_TOPIC's inner strategy is not reported: AVG, its default, is assumed."""
+    cls = reported.split("@", 1)[0].strip().rsplit(".", 1)[-1]
+    if not cls:
+        return None
+    return _NAMES_BY_CLASS.get(cls, cls)
 
 
 def java_compatible(strategy: AllocateMessageQueueStrategy) -> bool:

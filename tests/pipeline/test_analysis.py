@@ -16,10 +16,11 @@ from rocket_rebalance.pipeline.analysis import analyze_group as analyze_rows
 from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import ScenarioError, apply_scenario, load_scenario
-from rocket_rebalance.pipeline.schema import SnapshotError, check_snapshot
+from rocket_rebalance.pipeline.schema import check_snapshot
 from rocket_rebalance.pipeline.validate import row_reason
 from rocket_rebalance.pipeline.views import view_digest
 from rocket_rebalance.plan import movement, plan, split_view
+from rocket_rebalance.snapshot_folder import SnapshotError
 from rocket_rebalance.strategies import create_strategy
 
 pytest.importorskip("pyarrow")

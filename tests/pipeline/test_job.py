@@ -13,7 +13,8 @@ from rocket_rebalance.cli import main as cli_main
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.reference import Tables, run_reference
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
-from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, SnapshotError
+from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from rocket_rebalance.snapshot_folder import SnapshotError
 
 pytestmark = pytest.mark.spark
 pq = pytest.importorskip("pyarrow.parquet")

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocket_rebalance.admin.snapshot import strategy_name
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.plan import plan, split_view, transition_views
 from rocket_rebalance.strategies import (
@@ -20,6 +19,7 @@ from rocket_rebalance.strategies import (
     java_compatible,
     load_cap,
     spans_topics,
+    strategy_name,
 )
 from rocket_rebalance.testing import RebalanceCase, rebalance_inputs
 

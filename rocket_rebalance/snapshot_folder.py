@@ -1,0 +1,251 @@
+"""The snapshot folder's contract: its tables, its marker, the owned-folder rule, the collector's notes.
+
+A snapshot is a folder of tables, one ``<table>.parquet`` or ``<table>.jsonl`` each (a file, or a folder of part
+files as Spark writes them). Two commands write such folders and the fleet pipeline reads them:
+
+* ``rocket-rebalance snapshot`` (:mod:`rocket_rebalance.admin.snapshot`) collects a live cluster into JSON Lines and
+  writes :data:`MARKER` last: which files it wrote, whether the snapshot is *partial*, and its ``rejected.jsonl``
+  says what it could not read (:func:`snapshot_partial`, :func:`collector_notes`);
+* ``rocket-rebalance fleet-gen`` (:mod:`rocket_rebalance.pipeline.fleetgen`) writes a synthetic fleet, with its own
+  marker.
+
+Both follow one rule for their ``--out`` (:func:`check_folder`, :func:`claim_folder`): a folder is written only
+when it is new, empty, or marked by the same writer, and then only the files its marker lists are replaced, so a
+folder of real data is never overwritten by mistake. Here are only names, files and JSON: the table *types* (which
+need pyarrow) are the pipeline's (:mod:`rocket_rebalance.pipeline.schema`); this module imports neither the
+runtime nor the pipeline, so the collector and the pipeline share it without depending on each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "AFTER_TABLES",
+    "BEFORE_TABLES",
+    "COLLECTOR",
+    "COLLECTOR_REJECTED",
+    "FLEET_GEN",
+    "MARKER",
+    "OPTIONAL_TABLES",
+    "TABLES",
+    "FolderOwner",
+    "SnapshotError",
+    "check_folder",
+    "claim_folder",
+    "collector_notes",
+    "data_files",
+    "has_table",
+    "snapshot_partial",
+    "table_path",
+    "write_marker",
+]
+
+TABLES = ("routes", "members", "subscriptions", "groups", "offsets", "observed", "rejected")
+"""Every table a snapshot may hold, in the order they are listed and written."""
+
+BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
+"""What an ``impact`` or ``audit`` run needs from ``--snapshot``."""
+
+AFTER_TABLES = ("routes", "members", "subscriptions", "groups")
+"""An ``--after`` snapshot needs no offsets: exposure is measured on the offsets at the moment of the change."""
+
+OPTIONAL_TABLES = ("observed", "rejected")
+"""Tables a live-cluster collector adds (``rocket-rebalance snapshot``), read from ``--snapshot`` when present:
+``observed``, the queues each consumer reports holding, and ``rejected``, what the collector could not read
+(``group``, ``client_id``, ``reason``)."""
+
+_FORMATS = ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json"))
+"""A table's file name suffixes and the format each is read as."""
+
+MARKER = "_snapshot.json"
+"""The collector's marker, written last into its folder: what was collected, how, which files, and ``partial``."""
+
+COLLECTOR_REJECTED = "rejected.jsonl"
+"""The collector's notes: one row per thing it could not read, and why."""
+
+
+class SnapshotError(ValueError):
+    """A snapshot folder that cannot be read or written: a missing table or column, an unknown file format, a
+    marker or notes file that is not what it should be, or an ``--out`` folder that may not be written.
+
+    A ``ValueError``: bad input, reported by the command line as one line with exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def table_path(snapshot: Path, table: str) -> tuple[Path, str]:
+    """Where a table lives in a snapshot folder and its format: ``<table>.parquet`` or ``<table>.jsonl``.
+
+    Either may be one file or a folder of part files (as Spark writes them). A table present in two formats is an
+    error rather than a choice: one of them is stale (a fleet rewritten in another format), and reading either
+    silently would analyse a fleet nobody asked about.
+    """
+    found = [
+        (snapshot / f"{table}{suffix}", fmt) for suffix, fmt in _FORMATS if (snapshot / f"{table}{suffix}").exists()
+    ]
+    if len(found) > 1:
+        names = " and ".join(path.name for path, _ in found)
+        raise SnapshotError(f"snapshot {snapshot}: table {table!r} is there twice, as {names}; remove the stale one")
+    if not found:
+        raise SnapshotError(
+            f"snapshot {snapshot}: table {table!r} not found (expected {table}.parquet or {table}.jsonl)"
+        )
+    return found[0]
+
+
+def has_table(snapshot: Path, table: str) -> bool:
+    """Whether the snapshot holds the table in any format (an optional table is read only when it does)."""
+    return any((snapshot / f"{table}{suffix}").exists() for suffix, _ in _FORMATS)
+
+
+def data_files(path: Path, fmt: str) -> list[Path]:
+    """A table's data files: the file itself, or a folder's part files (not Spark's ``_SUCCESS`` or hidden ones)."""
+    if path.is_file():
+        return [path]
+    pattern = "*.parquet" if fmt == "parquet" else "*.json*"
+    return sorted(p for p in path.glob(pattern) if not p.name.startswith(("_", ".")))
+
+
+# ---------------------------------------------------------------------------------------------- owned folders
+
+
+@dataclass(frozen=True)
+class FolderOwner:
+    """Who writes a snapshot folder: its name in messages (``who``), its marker and the files it may ever own.
+
+    ``prefix`` starts each of its error messages (fleet-gen's say ``fleet-gen: ``)."""
+
+    who: str
+    marker: str
+    files: frozenset[str]
+    prefix: str = ""
+
+    @property
+    def written_by(self) -> str:
+        """The marker's ``written_by``: a marker of another writer is not this one's, whatever files it lists."""
+        return f"rocket-rebalance {self.who}"
+
+
+COLLECTOR = FolderOwner(
+    "snapshot",
+    MARKER,
+    frozenset({f"{table}.jsonl" for table in TABLES} | {f".{table}.jsonl.part" for table in TABLES}),
+)
+"""The live collector: its tables as JSON Lines, written under hidden ``.part`` names until all are read."""
+
+FLEET_GEN = FolderOwner(
+    "fleet-gen",
+    "_fleet-gen.json",
+    frozenset(f"{table}.{suffix}" for table in TABLES if table != "rejected" for suffix in ("parquet", "jsonl")),
+    prefix="fleet-gen: ",
+)
+"""The synthetic fleet: its marker lists the tables of one run, so a later run deletes exactly those files and
+switching ``--format`` leaves no stale table of the other format."""
+
+
+def check_folder(out: Path, owner: FolderOwner) -> list[str]:
+    """Whether ``owner`` may write into ``out``, before anything is read or changed: the files of its earlier run
+    there to replace (empty for a new or empty folder). Anything else raises :class:`SnapshotError`: a file, a
+    folder that cannot be created or written, a folder with anything in it and no marker of ``owner``, or a
+    marker naming a file ``owner`` never writes (which a forged or foreign marker could use to delete anything)."""
+    prefix = owner.prefix
+    if out.exists() and not out.is_dir():
+        raise SnapshotError(f"{prefix}--out {out} is a file, not a folder")
+    if not out.exists():
+        parent = next((p for p in out.absolute().parents if p.exists()), None)
+        if parent is None or not parent.is_dir():
+            raise SnapshotError(f"{prefix}--out {out} cannot be created: {parent} is not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise SnapshotError(f"{prefix}--out {out} cannot be created: {parent} is not writable")
+        return []
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise SnapshotError(f"{prefix}--out {out} is not writable")
+    if not any(out.iterdir()):
+        return []
+    marker = out / owner.marker
+    if not marker.is_file():
+        raise SnapshotError(
+            f"{prefix}--out {out} is not empty and was not written by {owner.who} (no {owner.marker}); "
+            "give an empty or new folder"
+        )
+    try:
+        document = json.loads(marker.read_text(encoding="utf-8"))
+        files = document["files"]
+        if (
+            document.get("written_by") != owner.written_by
+            or not isinstance(files, list)
+            or not all(isinstance(name, str) for name in files)
+        ):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise SnapshotError(
+            f"{prefix}{marker} is not a {owner.who}'s {owner.marker}; give an empty or new folder"
+        ) from None
+    foreign = [name for name in files if name not in owner.files]
+    if foreign:
+        raise SnapshotError(
+            f"{prefix}{marker} names {foreign[0]!r}, which {owner.who} never writes; give an empty or new folder"
+        )
+    return list(files)
+
+
+def claim_folder(out: Path, owner: FolderOwner, earlier: Iterable[str], document: dict[str, Any]) -> None:
+    """Take ``out`` for ``owner`` once :func:`check_folder` allowed it: create it, delete the ``earlier`` files it
+    returned (nothing else), and mark the folder with ``document`` before any table is written, so a run that
+    stops half-way leaves a folder the next run may still replace."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in earlier:
+        (out / name).unlink(missing_ok=True)
+    write_marker(out, owner, document)
+
+
+def write_marker(out: Path, owner: FolderOwner, document: dict[str, Any]) -> None:
+    """Replace ``owner``'s marker (``document`` with its ``written_by`` first) in one rename, so a reader sees the
+    old or the new one, never half of one."""
+    temporary = out / f".{owner.marker}.part"
+    content = {"written_by": owner.written_by, **document}
+    temporary.write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, out / owner.marker)
+
+
+# ---------------------------------------------------------------------------------------------- collector notes
+
+
+def snapshot_partial(snapshot: Path) -> bool:
+    """The collector's ``_snapshot.json`` partial flag (False when the file is absent)."""
+    status = snapshot / MARKER
+    if not status.is_file():
+        return False
+    try:
+        document = json.loads(status.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise SnapshotError(f"snapshot {snapshot}: {MARKER} is not JSON: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("partial", False), bool):
+        raise SnapshotError(f'snapshot {snapshot}: {MARKER} must be an object with "partial": true or false')
+    return bool(document.get("partial", False))
+
+
+def collector_notes(snapshot: Path) -> list[dict[str, Any]]:
+    """The collector's ``rejected.jsonl`` rows (none when the file is absent): what it could not read, and why."""
+    notes: list[dict[str, Any]] = []
+    rejected = snapshot / COLLECTOR_REJECTED
+    if rejected.is_file():
+        for number, line in enumerate(rejected.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                row = None
+            if not isinstance(row, dict):
+                raise SnapshotError(f"snapshot {snapshot}: {COLLECTOR_REJECTED} line {number} is not a JSON object")
+            notes.append({key: row.get(key) for key in ("group", "client_id", "reason")})
+    notes.sort(key=lambda r: tuple(str(r[k] or "") for k in ("group", "client_id", "reason")))
+    return notes
