@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rocket_rebalance.inputs import read_input_text
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
@@ -600,7 +601,7 @@ def run_from_args(
         print(f"impact: no --snapshot given; using the sample snapshot {snapshot}", file=sys.stderr)
     scenario = None
     if scenario_path is not None:
-        scenario = load_scenario(Path(scenario_path).read_text(encoding="utf-8"))
+        scenario = load_scenario(read_input_text(Path(scenario_path), "--scenario"))
     with spark_failures():
         return run_impact(
             snapshot,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.inputs import MAX_INPUT_BYTES, InputFileError, read_input_text
+from rocket_rebalance.pipeline import SAMPLE_SNAPSHOT
 from rocket_rebalance.runtime.offset_store import LocalFileOffsetStore, OffsetStoreError
 from tests.hostile.cli import one_line_error, run_cli
 
@@ -76,3 +77,9 @@ def test_an_offsets_file_that_is_no_file_stops_the_consumer_in_one_line(tmp_path
             timeout=60,
         )
         one_line_error(done, "not a regular file")
+
+
+def test_a_scenario_file_that_is_no_file_is_one_line_before_spark_starts(tmp_path: Path, fifo: Path) -> None:
+    for path in (Path("/dev/zero"), fifo):
+        done = run_cli("impact", "--snapshot", SAMPLE_SNAPSHOT, "--scenario", path, "--out", tmp_path / "out", timeout=60)
+        one_line_error(done, "--scenario", "not a regular file")
