@@ -73,7 +73,16 @@ def test_an_offsets_file_that_is_no_file_stops_the_consumer_in_one_line(tmp_path
         with pytest.raises(OffsetStoreError, match="not a regular file"):
             LocalFileOffsetStore(path)
         done = run_cli(
-            "consume", "-n", "127.0.0.1:9", "-g", "GID_x", "-t", "TopicTest", "--broadcast", "--offsets", path,
+            "consume",
+            "-n",
+            "127.0.0.1:9",
+            "-g",
+            "GID_x",
+            "-t",
+            "TopicTest",
+            "--broadcast",
+            "--offsets",
+            path,
             timeout=60,
         )
         one_line_error(done, "not a regular file")
@@ -81,5 +90,7 @@ def test_an_offsets_file_that_is_no_file_stops_the_consumer_in_one_line(tmp_path
 
 def test_a_scenario_file_that_is_no_file_is_one_line_before_spark_starts(tmp_path: Path, fifo: Path) -> None:
     for path in (Path("/dev/zero"), fifo):
-        done = run_cli("impact", "--snapshot", SAMPLE_SNAPSHOT, "--scenario", path, "--out", tmp_path / "out", timeout=60)
+        done = run_cli(
+            "impact", "--snapshot", SAMPLE_SNAPSHOT, "--scenario", path, "--out", tmp_path / "out", timeout=60
+        )
         one_line_error(done, "--scenario", "not a regular file")
