@@ -13,6 +13,7 @@ import pytest
 
 from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_process
 from rocket_rebalance.lab.wait import wait_until
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.transport.wire import open_transport
 from tests.commands.conftest import RunCli
 
@@ -32,6 +33,21 @@ def listed(cluster: LocalCluster, group: str) -> list[str]:
         transport.close()
 
 
+def retry_offsets_stored(cluster: LocalCluster, group: str) -> bool:
+    """Whether the group's consumers stored an offset for each retry queue: they do so at a persist interval after
+    they took the queue, which can come after the topic's own messages were all consumed."""
+    transport = open_transport(cluster.address)
+    try:
+        queues = [MessageQueue(f"%RETRY%{group}", broker, 0) for broker in ("broker-a", "broker-b")]
+        return all(
+            offset is not None
+            for queue in queues
+            for offset in transport.query_offsets(queue.broker_name, group, [queue]).values()
+        )
+    finally:
+        transport.close()
+
+
 def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "snap"
     with LocalCluster(tmp_path / "cluster", group="GID_snap") as cluster:
@@ -44,6 +60,7 @@ def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
         wait_until(cluster.balanced)
         cluster.produce(40)
         wait_until(cluster.caught_up)
+        wait_until(lambda: retry_offsets_stored(cluster, "GID_snap"))
 
         done = run_cli("snapshot", "-n", cluster.address, "--out", out, "--concurrency", "2", check=False)
         assert done.returncode == 3, done.stderr
