@@ -18,8 +18,6 @@ import pytest
 
 from rocket_rebalance.pipeline import SAMPLE_SNAPSHOT
 
-pytest.importorskip("pyarrow")
-
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SPARK_HOME": "/nonexistent-spark-home"}

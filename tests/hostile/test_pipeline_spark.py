@@ -10,14 +10,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from rocket_rebalance.pipeline import SAMPLE_SNAPSHOT
 from tests.pipeline.conftest import spark  # noqa: F401  (the session's one local SparkSession)
 
 pytestmark = pytest.mark.spark
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
 
 
 def rejected_by_spark(session: Any, snapshot: Path, out: Path) -> list[tuple[str, str]]:

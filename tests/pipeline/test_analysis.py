@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocket_rebalance import route, whatif
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.analysis import analyze_group as analyze_rows
@@ -22,8 +23,6 @@ from rocket_rebalance.pipeline.views import view_digest
 from rocket_rebalance.plan import movement, plan, split_view
 from rocket_rebalance.snapshot_folder import SnapshotError
 from rocket_rebalance.strategies import create_strategy
-
-pytest.importorskip("pyarrow")
 
 TOPIC = "OrderTopic"
 BROKERS = ("broker-a", "broker-b")
@@ -121,8 +120,6 @@ def test_movement_matches_plan_movement_on_a_join() -> None:
 @pytest.mark.parametrize("name", ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])
 def test_movement_matches_the_simulate_command(name: str) -> None:
     """The same join, leave and broker outage through ``rocket-rebalance simulate``'s engine and the pipeline."""
-    whatif = pytest.importorskip("rocket_rebalance.whatif")
-    route = pytest.importorskip("rocket_rebalance.route")
     topic_route = route.TopicRoute(TOPIC, tuple(route.QueueData(b, 4, 4) for b in (*BROKERS, "broker-c")))
     members = CIDS[:4]
     change = whatif.Change(joins=(CIDS[4],), leaves=(CIDS[1],), brokers_down=("broker-b",))

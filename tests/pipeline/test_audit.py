@@ -15,7 +15,6 @@ from tests.pipeline.test_job import assert_same
 from tests.pipeline.test_observed import observed_fleet
 
 pytestmark = pytest.mark.spark
-pytest.importorskip("pyarrow")
 
 A, B = "10.0.0.1@4001#1700000001", "10.0.0.2@4002#1700000002"
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from rocket_rebalance.cli import main as cli_main
@@ -18,7 +19,6 @@ from rocket_rebalance.pipeline.analysis import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 
 pytestmark = pytest.mark.spark
-pq = pytest.importorskip("pyarrow.parquet")
 
 from tests.pipeline.cluster import SparkHome, StandaloneCluster, standalone_cluster  # noqa: E402
 

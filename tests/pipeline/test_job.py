@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from rocket_rebalance.cli import main as cli_main
@@ -17,7 +18,6 @@ from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from rocket_rebalance.snapshot_folder import SnapshotError
 
 pytestmark = pytest.mark.spark
-pq = pytest.importorskip("pyarrow.parquet")
 
 
 def canonical(rows: list[dict[str, Any]], table: str) -> list[str]:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,12 +14,10 @@ from rocket_rebalance.pipeline.analysis import analyze_group
 from rocket_rebalance.pipeline.fleetgen import write_fleet
 from rocket_rebalance.pipeline.reference import run_reference
 from rocket_rebalance.pipeline.rows import ROW_TYPES, as_dicts
+from rocket_rebalance.pipeline.schema import OUTPUT_TABLES  # noqa: E402
 from rocket_rebalance.pipeline.validate import row_reason
 from rocket_rebalance.plan import plan
 from rocket_rebalance.strategies import create_strategy
-
-pytest.importorskip("pyarrow")
-from rocket_rebalance.pipeline.schema import OUTPUT_TABLES  # noqa: E402
 
 TOPIC = "OrderTopic"
 BROKERS = ("broker-a", "broker-b")

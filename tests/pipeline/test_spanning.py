@@ -18,8 +18,6 @@ from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES, parse_strate
 from rocket_rebalance.plan import Plan, movement, plan, split_view
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
-pytest.importorskip("pyarrow")
-
 TOPICS = [f"Topic{k}" for k in range(10)]
 BROKERS = ("broker-a", "broker-b")
 CIDS = [f"10.0.0.{k}@{4000 + k}#17000000{k}" for k in range(1, 7)]

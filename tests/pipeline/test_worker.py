@@ -7,6 +7,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,12 +18,6 @@ from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
 from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import load_scenario
-
-pa = pytest.importorskip("pyarrow")
-
-pq = pytest.importorskip("pyarrow.parquet")
-pafs = pytest.importorskip("pyarrow.fs")
-
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES  # noqa: E402
 from rocket_rebalance.pipeline.worker import (  # noqa: E402
     COUNT_SCHEMA,

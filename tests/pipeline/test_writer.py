@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from rocket_rebalance.cli import main as cli_main
@@ -18,8 +19,6 @@ from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from tests.pipeline.test_job import canonical
 
 pytestmark = pytest.mark.spark
-pq = pytest.importorskip("pyarrow.parquet")
-
 
 Rows = dict[str, list[dict[str, Any]]]
 
