@@ -86,9 +86,18 @@ def build_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
     )
     if master:
         builder = builder.master(master)
-        if master.startswith("local") and "spark.driver.memory" not in (conf or {}):
-            # local mode runs the executors inside the driver JVM, whose default heap (1g) is small for a fleet
-            builder = builder.config("spark.driver.memory", "4g")
+        if master.startswith("local"):
+            local = {
+                # local mode runs the executors inside the driver JVM, whose default heap (1g) is small for a fleet
+                "spark.driver.memory": "4g",
+                # nothing outside this machine talks to a local job: its driver RPC and block manager (which have
+                # no authentication) listen on loopback, not on whatever address the host name resolves to
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.host": "127.0.0.1",
+            }
+            for key, value in local.items():
+                if key not in (conf or {}):
+                    builder = builder.config(key, value)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -156,3 +156,25 @@ def test_cli_reports_a_missing_column_in_one_line(tmp_path: Path, capsys: pytest
     status = cli_main(["impact", "--snapshot", str(tmp_path / "snap"), "--out", str(tmp_path / "out")])
     assert status == 2
     assert "table routes has no column read_queue_nums" in capsys.readouterr().err
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp* gives them) of the sockets listening on ``port``."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_a_local_job_listens_on_loopback_only(spark: Any) -> None:
+    """The driver's RPC has no authentication: a local job binds it to 127.0.0.1, not to the address the host
+    name resolves to (probe 2026-11-24, finding 16). Read from the kernel's socket table, not from Spark's conf."""
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1" and conf.get("spark.driver.host") == "127.0.0.1"
+    addresses = listening_addresses(int(conf.get("spark.driver.port")))
+    loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, and as an IPv4-mapped IPv6 address
+    assert addresses and addresses <= loopback, addresses
