@@ -57,7 +57,7 @@ JAVA_INT_MAX = 2**31 - 1
 # error instead of gigabytes of memory. Real fleets stay far below them: RocketMQ topics have tens to a few
 # thousand queues, groups tens to hundreds of consumers, and Java's consistent hash uses 10 virtual nodes.
 MAX_TOPIC_QUEUES = 65_536  # readable queues of one topic, over all its brokers
-MAX_GROUP_MEMBERS = 10_000  # consumers a scenario or preview may put in one group
+MAX_GROUP_MEMBERS = 10_000  # consumers in one group: a scenario, a preview, a member list the runtime accepts
 MAX_VIRTUAL_NODES = 10_000  # consistent-hash virtual nodes per consumer
 
 

@@ -66,7 +66,7 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health
 from rocket_rebalance.runtime.members import MemberLanguages
@@ -83,7 +83,15 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 
-__all__ = ["ClientIdSharedError", "Engine", "ListenerError", "EngineSettings", "MessageListener", "QueueListener"]
+__all__ = [
+    "ClientIdSharedError",
+    "Engine",
+    "EngineSettings",
+    "ListenerError",
+    "MemberListTooLongError",
+    "MessageListener",
+    "QueueListener",
+]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
@@ -99,6 +107,11 @@ class ListenerError(Exception):
 
 class ClientIdSharedError(Exception):
     """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
+
+
+class MemberListTooLongError(Exception):
+    """A broker listed more members than :data:`~rocket_rebalance.model.MAX_GROUP_MEMBERS` for the group (given
+    to ``on_error``): the list is refused, as a failed one, and the consumer keeps its queues meanwhile."""
 
 
 MessageListener = Callable[[list[Message]], None]
@@ -470,10 +483,20 @@ class Engine:
         route = self._routes.get(topic)
         if route is None or not route.queue_datas:
             return ConsumerListFetched(topic, None)
+        broker = route.queue_datas[0].broker_name
         try:
-            ids = self.transport.consumer_list(route.queue_datas[0].broker_name, self.config.consumer_group)
+            ids = self.transport.consumer_list(broker, self.config.consumer_group)
         except TransportError as error:
             self.health.failed(f"member list for {topic}", error)
+            return ConsumerListFetched(topic, None)
+        if len(ids) > MAX_GROUP_MEMBERS:
+            # Sorting and allocating it, let alone building a hash ring of it, would hold the service thread and
+            # gigabytes; no real group comes near. Refused as a failed list (core rule R3), and said loudly.
+            refusal = MemberListTooLongError(
+                f"{len(ids)} members of group {self.config.consumer_group} listed by {broker}; "
+                f"the limit is {MAX_GROUP_MEMBERS} per group, so this consumer keeps its queues and does not rebalance"
+            )
+            self.health.failed(f"member list for {topic}", refusal, logging.ERROR)
             return ConsumerListFetched(topic, None)
         self.health.ok(f"member list for {topic}")
         self._languages.members_seen(ids, self.transport)
