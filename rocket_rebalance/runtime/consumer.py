@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
-from rocket_rebalance.model import MessageQueue, build_client_id, check_group_name, check_topic_name
+from rocket_rebalance.model import MessageQueue, build_client_id, check_duration, check_group_name, check_topic_name
 from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
 from rocket_rebalance.runtime.health import ErrorHook
 from rocket_rebalance.runtime.offset_store import (
@@ -37,6 +37,14 @@ def _local_ip() -> str:
         return socket.gethostbyname(socket.gethostname())
     except OSError:
         return "127.0.0.1"
+
+
+def _number_or_text(text: str) -> float | str:
+    """An environment variable's number, or its text for the error that names it."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def default_client_id(unit_name: str | None = None) -> str:
@@ -78,8 +86,9 @@ class PushConsumer:
         check_group_name(consumer_group)
         self._topics = {check_topic_name(topic) for topic in topics}
         self.client_id = client_id or default_client_id()
-        if "rebalance_interval" not in config and os.environ.get(WAIT_INTERVAL_ENV):
-            config["rebalance_interval"] = float(os.environ[WAIT_INTERVAL_ENV])
+        waited = os.environ.get(WAIT_INTERVAL_ENV)
+        if "rebalance_interval" not in config and waited:
+            config["rebalance_interval"] = check_duration(WAIT_INTERVAL_ENV, _number_or_text(waited))
         timestamp = None
         if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             timestamp = int(config.pop("consume_timestamp_ms", default_consume_timestamp_ms(int(time.time() * 1000))))
@@ -138,6 +147,7 @@ class PushConsumer:
 
         Returns True when every queue was released cleanly within ``timeout``.
         """
+        check_duration("timeout", timeout, zero=True)
         if self._engine is None:
             return True
         if self._shutdown is None:  # a second call is a no-op that gives the first one's answer

@@ -66,7 +66,7 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, RETRY_GROUP_TOPIC_PREFIX, MessageQueue
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, RETRY_GROUP_TOPIC_PREFIX, MessageQueue, check_duration
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health
 from rocket_rebalance.runtime.members import MemberLanguages
@@ -135,6 +135,18 @@ class EngineSettings:
     retry_delay: float = 1.0
     reconnect_backoff: tuple[float, float] = (0.2, 5.0)
     max_reconsume_times: int = 16  # Java's default for concurrent consumers; the broker then moves it to the DLQ
+
+    def __post_init__(self) -> None:
+        """The durations, by the library's one check: a NaN or zero backoff would spin a thread."""
+        check_duration("pull_error_backoff", self.pull_error_backoff)
+        check_duration("retry_delay", self.retry_delay)
+        low, high = self.reconnect_backoff
+        check_duration("reconnect_backoff", low)
+        check_duration("reconnect_backoff", high)
+        if low > high:
+            raise ValueError(f"reconnect_backoff must be (shortest, longest), got {self.reconnect_backoff!r}")
+        if self.pull_wait_ms is not None:  # 0: the server answers at once when it has nothing
+            check_duration("pull_wait_ms", self.pull_wait_ms, zero=True, unit="milliseconds")
 
 
 @dataclass
