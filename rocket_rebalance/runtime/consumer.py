@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -117,7 +118,9 @@ class PushConsumer:
         self._settings = settings
         self._on_error = on_error
         self._engine: Engine | None = None
-        self._shutdown: bool | None = None
+        self._stopper: threading.Thread | None = None
+        self._clean: bool | None = None
+        self._stop_lock = threading.Lock()
 
     def subscribe(self, topic: str) -> None:
         """Consume ``topic`` too (before ``start``)."""
@@ -126,6 +129,8 @@ class PushConsumer:
         self._topics.add(check_topic_name(topic))
 
     def start(self) -> None:
+        if self._stopper is not None:
+            raise RuntimeError("this consumer was shut down: build a new PushConsumer to consume again")
         if self._engine is not None:
             raise RuntimeError("already started")
         if not self._topics:
@@ -145,14 +150,30 @@ class PushConsumer:
     def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close.
 
-        Returns True when every queue was released cleanly within ``timeout``.
+        Returns True when every queue was released cleanly within ``timeout``. A later call waits for the same
+        shutdown and gives its answer. Called from one of this consumer's own threads (the listener, the queue
+        listener, ``on_error``), it cannot wait for the shutdown, which waits for that very call: it starts the
+        shutdown and returns False at once (not known to be clean yet); the shutdown goes on once the caller
+        returns. Listener threads are daemon threads: a listener still running after ``shutdown()`` returned
+        does not keep the process alive, and the batch it holds goes to the queue's next owner.
         """
         check_duration("timeout", timeout, zero=True)
-        if self._engine is None:
+        engine = self._engine
+        if engine is None:
             return True
-        if self._shutdown is None:  # a second call is a no-op that gives the first one's answer
-            self._shutdown = self._engine.shutdown(timeout)
-        return self._shutdown
+        with self._stop_lock:
+            if self._stopper is None:
+                self._stopper = threading.Thread(target=self._stop, args=(engine, timeout), name="rr-shutdown")
+                self._stopper.start()
+            stopper = self._stopper
+        if engine.owns_current_thread():
+            return False
+        stopper.join()
+        return bool(self._clean)
+
+    def _stop(self, engine: Engine, timeout: float) -> None:
+        """The shutdown itself, on a thread of its own (not a daemon: it persists the offsets, within timeout)."""
+        self._clean = engine.shutdown(timeout)
 
     def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
         """The queues this consumer owns now, per topic (the retry topic included)."""
