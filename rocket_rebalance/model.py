@@ -12,6 +12,7 @@ This module is pure: no I/O, no clocks, no threads.
 from __future__ import annotations
 
 import enum
+import math
 import re
 import struct
 import warnings
@@ -33,6 +34,8 @@ __all__ = [
     "MessageModel",
     "ClientIdList",
     "DuplicateClientIdWarning",
+    "check_duration",
+    "duration_rule",
     "MessageQueue",
     "QueueList",
     "RebalanceInput",
@@ -59,8 +62,27 @@ JAVA_INT_MAX = 2**31 - 1
 # error instead of gigabytes of memory. Real fleets stay far below them: RocketMQ topics have tens to a few
 # thousand queues, groups tens to hundreds of consumers, and Java's consistent hash uses 10 virtual nodes.
 MAX_TOPIC_QUEUES = 65_536  # readable queues of one topic, over all its brokers
-MAX_GROUP_MEMBERS = 10_000  # consumers a scenario or preview may put in one group
+MAX_GROUP_MEMBERS = 10_000  # consumers in one group: a scenario, a preview, a member list the runtime accepts
 MAX_VIRTUAL_NODES = 10_000  # consistent-hash virtual nodes per consumer
+
+
+def check_duration(name: str, value: object, *, zero: bool = False, unit: str = "seconds") -> float:
+    """``value`` as a float when it is a finite number above 0 (at or above 0 with ``zero``, where 0 means
+    something, such as no simulated work); else ``ValueError`` naming ``name``.
+
+    The one check of every interval, timeout and delay the library takes (config, runtime settings, command
+    line). ``value <= 0`` alone lets NaN and inf through: an infinite persist interval never writes an offset,
+    and a NaN lock lifetime passes every comparison and consumes nothing, silently.
+    """
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        raise ValueError(f"{name} {duration_rule(zero, unit)}, got {value!r}")
+    return float(number)
+
+
+def duration_rule(zero: bool = False, unit: str = "seconds") -> str:
+    """What :func:`check_duration` asks of a value, as the words of its error."""
+    return f"must be a finite number of {unit} {'>= 0' if zero else '> 0'}"
 
 
 def java_string_key(value: str) -> bytes:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rocket_rebalance.commands import CommandError, printable
-from rocket_rebalance.commands.options import add_connection_options, add_strategy_options, build_strategy
+from rocket_rebalance.commands.options import add_connection_options, add_strategy_options, build_strategy, duration
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.route import PERM_WRITE
 
@@ -264,12 +264,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--reset-offsets", action="store_true", help="broadcasting: start without the local offsets (consume-from)"
     )
     consume.add_argument("--record", type=Path, help="append one JSON line per consumed message to this file")
-    consume.add_argument("--work-ms", type=float, default=0.0, help="simulated processing time per message")
-    consume.add_argument("--report-interval", type=float, default=5.0, help="seconds between consumed-count lines")
-    consume.add_argument("--rebalance-interval", type=float, help="periodic rebalance (default 20 s)")
-    consume.add_argument("--persist-interval", type=float, help="offset persist interval (default 5 s)")
-    consume.add_argument("--heartbeat-interval", type=float, help="heartbeat interval (default 30 s)")
-    consume.add_argument("--route-interval", type=float, help="route refresh interval (default 30 s)")
+    consume.add_argument(
+        "--work-ms",
+        type=duration(zero=True, unit="milliseconds"),
+        default=0.0,
+        help="simulated processing time per message (default 0: none)",
+    )
+    consume.add_argument("--report-interval", type=duration(), default=5.0, help="seconds between consumed-count lines")
+    consume.add_argument("--rebalance-interval", type=duration(), help="periodic rebalance (default 20 s)")
+    consume.add_argument("--persist-interval", type=duration(), help="offset persist interval (default 5 s)")
+    consume.add_argument("--heartbeat-interval", type=duration(), help="heartbeat interval (default 30 s)")
+    consume.add_argument("--route-interval", type=duration(), help="route refresh interval (default 30 s)")
     consume.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     consume.set_defaults(handler=_run_consume)
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from rocket_rebalance.commands import CommandError
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import MessageQueue, check_duration, duration_rule
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
@@ -15,12 +15,27 @@ __all__ = [
     "add_strategy_options",
     "build_strategies",
     "build_strategy",
+    "duration",
 ]
 
 NAMESRV_HELP = (
     "name server: a RocketMQ list HOST:PORT[;HOST:PORT...] (RocketMQ's remoting protocol), "
     "or grpc://HOST:PORT for nameserver_stub"
 )
+
+
+def duration(zero: bool = False, unit: str = "seconds") -> Callable[[str], float]:
+    """An argparse ``type`` for an interval or a time: the library's :func:`check_duration`, so that a NaN, inf,
+    zero or negative value is one usage line naming the option (argparse prefixes ``argument --OPTION:``)."""
+
+    def parse(text: str) -> float:
+        try:
+            return check_duration("value", float(text), zero=zero, unit=unit)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{duration_rule(zero, unit)}, got {text!r}") from None
+
+    parse.__name__ = "duration"  # what argparse would name in a message of its own
+    return parse
 
 
 def add_connection_options(parser: argparse.ArgumentParser, required: bool, what: str = NAMESRV_HELP) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from rocket_rebalance.commands.options import add_connection_options
+from rocket_rebalance.commands.options import add_connection_options, duration
 
 __all__ = ["PARTIAL", "register"]
 
@@ -76,5 +76,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--include-system", action="store_true", help="also RocketMQ's own groups (TOOLS_CONSUMER...)")
     parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="groups read at once, 1 to 64")
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per request (default 5)")
+    parser.add_argument("--timeout", type=duration(), default=5.0, metavar="S", help="seconds per request (default 5)")
     parser.set_defaults(handler=_run)

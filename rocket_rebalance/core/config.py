@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from rocket_rebalance.model import ConsumeFromWhere, MessageModel
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, check_duration
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
@@ -21,7 +21,6 @@ __all__ = [
 ]
 
 DEFAULT_CONSUME_TIMESTAMP_LOOKBACK_MS = 30 * 60 * 1000
-
 
 
 def default_consume_timestamp_ms(wall_clock_ms: int) -> int:
@@ -79,10 +78,8 @@ class RebalanceConfig:
         if not self.client_id:
             raise ValueError("client_id is empty")
         for f in fields(self):
-            value = getattr(self, f.name)
             if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout")):
-                if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                    raise ValueError(f"{f.name} must be a positive number of seconds, got {value!r}")
+                check_duration(f.name, getattr(self, f.name))
         if self.client_lock_lifetime >= self.broker_lock_lifetime:
             raise ValueError(
                 "client_lock_lifetime must be shorter than broker_lock_lifetime, else an owner that lost touch "

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
-from rocket_rebalance.model import MessageQueue, build_client_id, check_group_name, check_topic_name
+from rocket_rebalance.model import MessageQueue, build_client_id, check_duration, check_group_name, check_topic_name
 from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
 from rocket_rebalance.runtime.health import ErrorHook
 from rocket_rebalance.runtime.offset_store import (
@@ -38,6 +39,14 @@ def _local_ip() -> str:
         return socket.gethostbyname(socket.gethostname())
     except OSError:
         return "127.0.0.1"
+
+
+def _number_or_text(text: str) -> float | str:
+    """An environment variable's number, or its text for the error that names it."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def default_client_id(unit_name: str | None = None) -> str:
@@ -79,8 +88,9 @@ class PushConsumer:
         check_group_name(consumer_group)
         self._topics = {check_topic_name(topic) for topic in topics}
         self.client_id = client_id or default_client_id()
-        if "rebalance_interval" not in config and os.environ.get(WAIT_INTERVAL_ENV):
-            config["rebalance_interval"] = float(os.environ[WAIT_INTERVAL_ENV])
+        waited = os.environ.get(WAIT_INTERVAL_ENV)
+        if "rebalance_interval" not in config and waited:
+            config["rebalance_interval"] = check_duration(WAIT_INTERVAL_ENV, _number_or_text(waited))
         timestamp = None
         if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             timestamp = int(config.pop("consume_timestamp_ms", default_consume_timestamp_ms(int(time.time() * 1000))))
@@ -109,7 +119,9 @@ class PushConsumer:
         self._settings = settings
         self._on_error = on_error
         self._engine: Engine | None = None
-        self._shutdown: bool | None = None
+        self._stopper: threading.Thread | None = None
+        self._clean: bool | None = None
+        self._stop_lock = threading.Lock()
 
     def subscribe(self, topic: str) -> None:
         """Consume ``topic`` too (before ``start``)."""
@@ -118,6 +130,8 @@ class PushConsumer:
         self._topics.add(check_topic_name(topic))
 
     def start(self) -> None:
+        if self._stopper is not None:
+            raise RuntimeError("this consumer was shut down: build a new PushConsumer to consume again")
         if self._engine is not None:
             raise RuntimeError("already started")
         if not self._topics:
@@ -137,13 +151,30 @@ class PushConsumer:
     def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close.
 
-        Returns True when every queue was released cleanly within ``timeout``.
+        Returns True when every queue was released cleanly within ``timeout``. A later call waits for the same
+        shutdown and gives its answer. Called from one of this consumer's own threads (the listener, the queue
+        listener, ``on_error``), it cannot wait for the shutdown, which waits for that very call: it starts the
+        shutdown and returns False at once (not known to be clean yet); the shutdown goes on once the caller
+        returns. Listener threads are daemon threads: a listener still running after ``shutdown()`` returned
+        does not keep the process alive, and the batch it holds goes to the queue's next owner.
         """
-        if self._engine is None:
+        check_duration("timeout", timeout, zero=True)
+        engine = self._engine
+        if engine is None:
             return True
-        if self._shutdown is None:  # a second call is a no-op that gives the first one's answer
-            self._shutdown = self._engine.shutdown(timeout)
-        return self._shutdown
+        with self._stop_lock:
+            if self._stopper is None:
+                self._stopper = threading.Thread(target=self._stop, args=(engine, timeout), name="rr-shutdown")
+                self._stopper.start()
+            stopper = self._stopper
+        if engine.owns_current_thread():
+            return False
+        stopper.join()
+        return bool(self._clean)
+
+    def _stop(self, engine: Engine, timeout: float) -> None:
+        """The shutdown itself, on a thread of its own (not a daemon: it persists the offsets, within timeout)."""
+        self._clean = engine.shutdown(timeout)
 
     def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
         """The queues this consumer owns now, per topic (the retry topic included)."""

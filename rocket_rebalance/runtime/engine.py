@@ -66,7 +66,13 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageQueue, dead_letter_topic
+from rocket_rebalance.model import (
+    MAX_GROUP_MEMBERS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MessageQueue,
+    check_duration,
+    dead_letter_topic,
+)
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health
 from rocket_rebalance.runtime.members import MemberLanguages
@@ -83,7 +89,15 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 
-__all__ = ["ClientIdSharedError", "Engine", "ListenerError", "EngineSettings", "MessageListener", "QueueListener"]
+__all__ = [
+    "ClientIdSharedError",
+    "Engine",
+    "EngineSettings",
+    "ListenerError",
+    "MemberListTooLongError",
+    "MessageListener",
+    "QueueListener",
+]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
@@ -119,11 +133,27 @@ class ClientIdSharedError(Exception):
     """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
 
 
+class MemberListTooLongError(Exception):
+    """A broker listed more members than :data:`~rocket_rebalance.model.MAX_GROUP_MEMBERS` for the group (given
+    to ``on_error``): the list is refused, as a failed one, and the consumer keeps its queues meanwhile."""
+
+
 MessageListener = Callable[[list[Message]], None]
 """Consumes a batch; raising means "not consumed": the batch is retried while the queue is still ours."""
 
 QueueListener = Callable[[str, Sequence[MessageQueue], Sequence[MessageQueue]], None]
 """Java's ``MessageQueueListener.messageQueueChanged(topic, mqAll, mqDivided)``."""
+
+
+class _Query:
+    """A read of the core posted to the service thread (describe, owned, running info): answered even when it
+    arrives as the thread ends, where other posted work is dropped."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self._work = work
+
+    def __call__(self) -> None:
+        self._work()
 
 
 @dataclass(frozen=True)
@@ -141,6 +171,61 @@ class EngineSettings:
     reconnect_backoff: tuple[float, float] = (0.2, 5.0)
     max_reconsume_times: int = 16  # Java's default for concurrent consumers; the broker then moves it to the DLQ
     lock_wait_report: float = 10.0  # a queue of ours whose lock is refused this long is reported (core rule L7)
+
+    def __post_init__(self) -> None:
+        """The durations, by the library's one check: a NaN or zero backoff would spin a thread."""
+        check_duration("pull_error_backoff", self.pull_error_backoff)
+        check_duration("retry_delay", self.retry_delay)
+        check_duration("lock_wait_report", self.lock_wait_report)
+        low, high = self.reconnect_backoff
+        check_duration("reconnect_backoff", low)
+        check_duration("reconnect_backoff", high)
+        if low > high:
+            raise ValueError(f"reconnect_backoff must be (shortest, longest), got {self.reconnect_backoff!r}")
+        if self.pull_wait_ms is not None:  # 0: the server answers at once when it has nothing
+            check_duration("pull_wait_ms", self.pull_wait_ms, zero=True, unit="milliseconds")
+
+
+class _DaemonPool:
+    """The threads that run the listener: daemon threads, where ``ThreadPoolExecutor``'s are joined at interpreter
+    exit. A listener that never returns must not keep the process alive once ``shutdown()`` has returned; the batch
+    it holds was never committed, so the queue's next owner gets it again. Threads start at the first batch."""
+
+    def __init__(self, size: int, name: str, initializer: Callable[[], None]) -> None:
+        self._size = size
+        self._name = name
+        self._initializer = initializer
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._started = False
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def submit(self, work: Callable[[], None]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if not self._started:
+                self._started = True
+                for number in range(self._size):
+                    threading.Thread(target=self._work, name=f"{self._name}_{number}", daemon=True).start()
+            self._tasks.put(work)
+
+    def shutdown(self) -> None:
+        """Drop the batches not begun (never handed out: not committed) and let idle threads end."""
+        with self._lock:
+            self._closed = True
+            while not self._tasks.empty():
+                self._tasks.get_nowait()
+            for _ in range(self._size if self._started else 0):
+                self._tasks.put(None)
+
+    def _work(self) -> None:
+        self._initializer()
+        while (work := self._tasks.get()) is not None:
+            try:
+                work()
+            except Exception:  # a batch's own failures are handled in it; anything else must not end the thread
+                log.exception("a consume task failed")
 
 
 @dataclass
@@ -193,9 +278,12 @@ class Engine:
         self._open_streams: dict[str, NotificationStream] = {}
         self._closing = threading.Event()
         self._shutdown_done = threading.Event()
-        self._io = ThreadPoolExecutor(self.settings.io_threads, thread_name_prefix="rr-io")
-        self._consume = ThreadPoolExecutor(self.settings.consume_threads, thread_name_prefix="rr-consume")
+        self._own = threading.local()  # marks the threads of this engine: they must never wait for its shutdown
+        self._io = ThreadPoolExecutor(self.settings.io_threads, thread_name_prefix="rr-io", initializer=self._mark)
+        self._consume = _DaemonPool(self.settings.consume_threads, "rr-consume", self._mark)
         self._thread = threading.Thread(target=self._loop, name="rebalance-service", daemon=True)
+        self._service_lock = threading.Lock()
+        self._service_ended = False  # the service thread took its last item: the core is read in place from now
         self._stats_lock = threading.Lock()
         self.consumed = 0
         self.failed = 0
@@ -229,9 +317,17 @@ class Engine:
         self._inbox.put(None)
         self._thread.join(timeout=5)
         self._io.shutdown(wait=False, cancel_futures=True)
-        self._consume.shutdown(wait=False, cancel_futures=True)
+        self._consume.shutdown()
         self.transport.close()
         return clean
+
+    def _mark(self) -> None:
+        self._own.mine = True
+
+    def owns_current_thread(self) -> bool:
+        """Is the caller one of this engine's threads (the listener's, the service thread, I/O, notification)?
+        Such a thread cannot wait for the shutdown: the shutdown waits for it."""
+        return bool(getattr(self._own, "mine", False))
 
     def _unregister(self, broker: str) -> None:
         try:
@@ -244,12 +340,14 @@ class Engine:
         self._inbox.put(item)
 
     def describe(self) -> dict[str, object]:
-        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues."""
+        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues; after
+        the shutdown, its final state (``shut_down`` True), at once."""
         state: dict[str, object] = {}
 
         def snapshot() -> None:
             now = time.monotonic()
             state.update(
+                shut_down=self._service_ended,
                 rounds=self.core.rounds,
                 next_wakeup_in=None if self.core.next_wakeup is None else round(self.core.next_wakeup - now, 3),
                 engine_wake_in=None if self._wake_at is None else round(self._wake_at - now, 3),
@@ -266,13 +364,22 @@ class Engine:
         return state
 
     def owned(self) -> dict[str, frozenset[MessageQueue]]:
-        """What the listener was last told, per topic (safe to call from any thread: a snapshot)."""
+        """What the listener was last told, per topic (safe to call from any thread: a snapshot). Once shutting
+        down, the queues still held, which is none after a clean shutdown."""
         result: dict[str, frozenset[MessageQueue]] = {}
-        self._on_service_thread(lambda: result.update({t: self.core.allocated(t) for t in self.core.topics}))
+
+        def snapshot() -> None:
+            held = self.core.held_queues() if self.core.shutting_down else None
+            for topic in self.core.topics:
+                allocated = self.core.allocated(topic)
+                result[topic] = allocated if held is None else frozenset(mq for mq in held if mq.topic == topic)
+
+        self._on_service_thread(snapshot)
         return result
 
     def _on_service_thread(self, work: Callable[[], None], timeout: float = 5.0) -> bool:
-        """Run ``work`` on the service thread (the only one that may read the core) and wait for it."""
+        """Run ``work`` on the service thread (the only one that may read the core) and wait for it; once that
+        thread has ended, nothing else touches the core, so ``work`` runs at once on the caller's thread."""
         done = threading.Event()
 
         def run() -> None:
@@ -281,7 +388,13 @@ class Engine:
             finally:
                 done.set()
 
-        self.post(run)
+        with self._service_lock:  # posted before the service thread ends, or run here after: never lost
+            ended = self._service_ended
+            if not ended:
+                self.post(_Query(run))
+        if ended:
+            run()
+            return True
         return done.wait(timeout)
 
     def running_info(self) -> RunningInfo:
@@ -332,6 +445,7 @@ class Engine:
     # ------------------------------------------------------------------ the service thread
 
     def _loop(self) -> None:
+        self._mark()
         while True:
             deadline = min(
                 [t for t in (self._wake_at, self._timers[0][0] if self._timers else None) if t is not None],
@@ -343,6 +457,7 @@ class Engine:
             except queue.Empty:
                 item = Tick()
             if item is None:
+                self._end_service()
                 return
             now = time.monotonic()
             while self._timers and self._timers[0][0] <= now:
@@ -382,6 +497,19 @@ class Engine:
                 "lapses; the broker does not say which consumer it is"
             ),
         )
+
+    def _end_service(self) -> None:
+        """The last act of the service thread: from now on readers run in place; those already posted are
+        answered here (everything else left in the inbox is dropped: the engine is closed)."""
+        with self._service_lock:
+            self._service_ended = True
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Query):
+                item()
 
     def _later(self, delay: float, callback: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + delay, next(self._sequence), callback))
@@ -524,10 +652,20 @@ class Engine:
         route = self._routes.get(topic)
         if route is None or not route.queue_datas:
             return ConsumerListFetched(topic, None)
+        broker = route.queue_datas[0].broker_name
         try:
-            ids = self.transport.consumer_list(route.queue_datas[0].broker_name, self.config.consumer_group)
+            ids = self.transport.consumer_list(broker, self.config.consumer_group)
         except TransportError as error:
             self.health.failed(f"member list for {topic}", error)
+            return ConsumerListFetched(topic, None)
+        if len(ids) > MAX_GROUP_MEMBERS:
+            # Sorting and allocating it, let alone building a hash ring of it, would hold the service thread and
+            # gigabytes; no real group comes near. Refused as a failed list (core rule R3), and said loudly.
+            refusal = MemberListTooLongError(
+                f"{len(ids)} members of group {self.config.consumer_group} listed by {broker}; "
+                f"the limit is {MAX_GROUP_MEMBERS} per group, so this consumer keeps its queues and does not rebalance"
+            )
+            self.health.failed(f"member list for {topic}", refusal, logging.ERROR)
             return ConsumerListFetched(topic, None)
         self.health.ok(f"member list for {topic}")
         self._languages.members_seen(ids, self.transport)
@@ -703,7 +841,7 @@ class Engine:
             batch = [run.buffered.pop(offset) for offset in offsets]
             self._handle(MessagesDispatched(mq, tuple(offsets)))
             run.busy += 1
-            self._consume.submit(self._consume_batch, mq, run.generation, batch)
+            self._consume.submit(partial(self._consume_batch, mq, run.generation, batch))
 
     def _dispatch_again(self, mq: MessageQueue, run: _QueueRun) -> None:
         run.dispatch_waiting = False
@@ -786,7 +924,7 @@ class Engine:
                 self._later(self.settings.retry_delay, retry)
                 return
             current.busy += 1
-            self._consume.submit(self._consume_batch, mq, generation, batch)
+            self._consume.submit(partial(self._consume_batch, mq, generation, batch))
 
         self._later(self.settings.retry_delay, retry)
 
@@ -794,6 +932,7 @@ class Engine:
 
     def _listen(self, broker: str) -> None:
         """Keep this broker's notification stream open; every (re)connection and notification wakes a round."""
+        self._mark()
         low, high = self.settings.reconnect_backoff
         backoff = low
         while not self._closing.is_set():

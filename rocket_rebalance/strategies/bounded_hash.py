@@ -8,6 +8,9 @@ nodes the busiest consumer of 8 carries about 1.7 times the mean). This strategy
   ``MessageQueue.toString()`` by default);
 * the ring is CONSISTENT_HASH's ring (``<cid>-<k>`` virtual nodes), and a queue goes to the first point at or
   after its hash whose consumer is below its cap, walking on past full consumers and wrapping around;
+* a consumer can hold no point at all: when two replica keys hash alike the later put wins (Java's ring), which a
+  1-node ring or a colliding ``hash_function`` makes likely. Such consumers take queues only when a full lap of
+  the ring found everyone on it full, in list order, so the walk ends on every input;
 * ``eps = 0`` is perfect balance: the cap is ``ceil(queues / consumers)`` for the first ``queues % consumers``
   consumers to reach it and ``queues // consumers`` for the rest, so loads differ by at most one.
 
@@ -110,15 +113,23 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         limited = sizes is None and self.eps == 0 and remainder > 0
         big_slots = remainder if limited else len(cids)  # how many more consumers may go above the floor
         hash_of = self.hash_function
+
+        def has_room(cid: str) -> bool:
+            held = load[cid]
+            return held < floor or (held < room[cid] and big_slots > 0)
+
         owners: list[str] = []
         for mq in mq_all:
             position = bisect_left(points, mq.md5_hash if hash_of is None else hash_of(str(mq)))
-            while True:
-                owner = ring_owners[position % size]
-                held = load[owner]
-                if held < floor or (held < room[owner] and big_slots > 0):
+            for step in range(size):
+                owner = ring_owners[(position + step) % size]
+                if has_room(owner):
                     break
-                position += 1
+            else:
+                # A full lap and everyone on the ring is full: the room left is with consumers that hold no point
+                # (a later put took each of theirs). The caps always leave room for every queue, so one exists.
+                owner = next(cid for cid in cids if has_room(cid))
+            held = load[owner]
             load[owner] = held + 1
             if limited and held == floor:  # this consumer just went above the floor
                 big_slots -= 1

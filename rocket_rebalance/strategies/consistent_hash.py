@@ -26,9 +26,14 @@ from typing import NamedTuple
 from rocket_rebalance.model import MAX_VIRTUAL_NODES, MessageQueue, java_md5_hash
 from rocket_rebalance.strategies.base import AllocationError, CheckedStrategy, check_group_args
 
-__all__ = ["AllocateMessageQueueConsistentHash", "HashRing", "build_ring"]
+__all__ = ["MAX_RING_POINTS", "AllocateMessageQueueConsistentHash", "HashRing", "build_ring"]
 
 HashFunction = Callable[[str], int]
+
+MAX_RING_POINTS = 1_000_000
+"""Most points (consumers x virtual nodes) a ring may have. Each factor has its own limit, but their product does
+not: 7,000 consumers at 10,000 nodes is 70 million keys and gigabytes. A million is 10,000 consumers (the group
+limit) at 100 nodes, ten times Java's default; it takes one to two seconds and about 200 MB to build."""
 
 
 class HashRing(NamedTuple):
@@ -46,7 +51,15 @@ class HashRing(NamedTuple):
 
 
 def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction) -> HashRing:
-    """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc)."""
+    """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc).
+
+    A ring above :data:`MAX_RING_POINTS` is refused before any key is hashed (``AllocationError``)."""
+    size = len(cid_all) * virtual_node_count
+    if size > MAX_RING_POINTS:
+        raise AllocationError(
+            f"{len(cid_all)} consumers x {virtual_node_count} virtual nodes = {size} ring points; "
+            f"the limit is {MAX_RING_POINTS} (fewer virtual nodes, or fewer consumers)"
+        )
     if len(set(cid_all)) == len(cid_all):
         # No repeated ID, so every replica numbering starts at 0 and "the later put wins" is what a dict built
         # in insertion order does: one pass, no per-point bookkeeping.

@@ -139,7 +139,7 @@ def test_broadcasting_keeps_offsets_in_the_given_file(start_stub: StartStub, tmp
     ("kwargs", "error", "text"),
     [
         ({"topics": ["bad topic"]}, ValueError, "characters outside"),
-        ({"topics": ["T"], "persist_interval": 0}, ValueError, "persist_interval must be a positive number"),
+        ({"topics": ["T"], "persist_interval": 0}, ValueError, "persist_interval must be a finite number"),
     ],
 )
 def test_bad_settings_are_named(kwargs: dict[str, object], error: type[Exception], text: str) -> None:
