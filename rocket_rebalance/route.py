@@ -51,6 +51,10 @@ class QueueData:
     def readable(self) -> bool:
         return bool(self.perm & PERM_READ)
 
+    @property
+    def writable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "brokerName": self.broker_name,
@@ -68,11 +72,14 @@ class TopicRoute:
     queue_datas: tuple[QueueData, ...]
 
     def __post_init__(self) -> None:
-        total = sum(data.read_queue_nums for data in self.queue_datas if data.readable)
-        if total > MAX_TOPIC_QUEUES:
-            raise RouteError(
-                f"topic {self.topic} would have {total} readable queues; the limit is {MAX_TOPIC_QUEUES} per topic"
-            )
+        for kind, total in (
+            ("readable", sum(data.read_queue_nums for data in self.queue_datas if data.readable)),
+            ("writable", sum(data.write_queue_nums for data in self.queue_datas if data.writable)),
+        ):
+            if total > MAX_TOPIC_QUEUES:
+                raise RouteError(
+                    f"topic {self.topic} would have {total} {kind} queues; the limit is {MAX_TOPIC_QUEUES} per topic"
+                )
 
     def subscribe_queues(self) -> list[MessageQueue]:
         """The queues a consumer subscribes to, in route order (Java's ``topicRouteData2TopicSubscribeInfo``)."""

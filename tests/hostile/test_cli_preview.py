@@ -37,10 +37,22 @@ def test_the_queue_limit_counts_every_readable_broker_and_only_those(tmp_path: P
     readable = [{"brokerName": f"b{i}", "readQueueNums": half} for i in range(2)]
     full = TopicRoute.from_json("T", json.dumps({"queueDatas": readable}))
     assert len(full.subscribe_queues()) == MAX_TOPIC_QUEUES
-    write_only = {"brokerName": "w", "readQueueNums": 2**31 - 1, "perm": 2}
+    write_only = {"brokerName": "w", "readQueueNums": 2**31 - 1, "writeQueueNums": 0, "perm": 2}
     TopicRoute.from_json("T", json.dumps({"queueDatas": [*readable, write_only]}))  # not subscribed: no queues
     with pytest.raises(RouteError, match="limit"):
         TopicRoute.from_json("T", json.dumps({"queueDatas": [*readable, {"brokerName": "c", "readQueueNums": 1}]}))
+
+
+def test_write_queues_are_bounded_like_read_queues() -> None:
+    """``produce`` lists a topic's write queues: a route claiming 2^31-1 of them was a MemoryError (probe 9)."""
+    half = MAX_TOPIC_QUEUES // 2
+    writable = [{"brokerName": f"b{i}", "readQueueNums": 1, "writeQueueNums": half} for i in range(2)]
+    TopicRoute.from_json("T", json.dumps({"queueDatas": writable}))
+    read_only = {"brokerName": "r", "readQueueNums": 1, "writeQueueNums": 2**31 - 1, "perm": 4}
+    TopicRoute.from_json("T", json.dumps({"queueDatas": [*writable, read_only]}))  # nothing is sent there
+    huge = {"brokerName": "c", "readQueueNums": 4, "writeQueueNums": 2**31 - 1}
+    with pytest.raises(RouteError, match=f"2147483647 writable queues; the limit is {MAX_TOPIC_QUEUES}"):
+        TopicRoute.from_json("T", json.dumps({"queueDatas": [huge]}))
 
 
 def test_deeply_nested_json_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
