@@ -191,10 +191,13 @@ class _DaemonPool:
     exit. A listener that never returns must not keep the process alive once ``shutdown()`` has returned; the batch
     it holds was never committed, so the queue's next owner gets it again. Threads start at the first batch."""
 
-    def __init__(self, size: int, name: str, initializer: Callable[[], None]) -> None:
+    def __init__(
+        self, size: int, name: str, initializer: Callable[[], None], on_failure: Callable[[Exception], None]
+    ) -> None:
         self._size = size
         self._name = name
         self._initializer = initializer
+        self._on_failure = on_failure
         self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._started = False
         self._closed = False
@@ -224,8 +227,8 @@ class _DaemonPool:
         while (work := self._tasks.get()) is not None:
             try:
                 work()
-            except Exception:  # a batch's own failures are handled in it; anything else must not end the thread
-                log.exception("a consume task failed")
+            except Exception as error:  # a batch's own failures are handled in it; anything else is reported
+                self._on_failure(error)
 
 
 @dataclass
@@ -280,7 +283,9 @@ class Engine:
         self._shutdown_done = threading.Event()
         self._own = threading.local()  # marks the threads of this engine: they must never wait for its shutdown
         self._io = ThreadPoolExecutor(self.settings.io_threads, thread_name_prefix="rr-io", initializer=self._mark)
-        self._consume = _DaemonPool(self.settings.consume_threads, "rr-consume", self._mark)
+        self._consume = _DaemonPool(
+            self.settings.consume_threads, "rr-consume", self._mark, partial(self._unexpected, "consume task")
+        )
         self._thread = threading.Thread(target=self._loop, name="rebalance-service", daemon=True)
         self._service_lock = threading.Lock()
         self._service_ended = False  # the service thread took its last item: the core is read in place from now
@@ -475,7 +480,7 @@ class Engine:
                 else:
                     item()
             except Exception as error:  # nothing may stop the service thread: it would freeze, alive but idle
-                self.health.failed("rebalance service", error, logging.ERROR, traceback=True)
+                self._unexpected("rebalance service", error)
 
     def _report_lock_waits(self, now: float) -> None:
         """Say which queues allocated to us have waited ``lock_wait_report`` seconds or more for a lock the broker
@@ -523,7 +528,12 @@ class Engine:
             try:
                 self._carry_out(action)
             except Exception as error:  # an action must never kill the service thread
-                self.health.failed(f"carrying out {type(action).__name__}", error, logging.ERROR, traceback=True)
+                self._unexpected(f"carrying out {type(action).__name__}", error)
+
+    def _unexpected(self, kind: str, error: Exception) -> None:
+        """An exception no code here expected, on any of the engine's threads: an ERROR with its traceback, a
+        health problem of its own kind and ``on_error``, never only a log line or a dead thread."""
+        self.health.failed(kind, error, logging.ERROR, traceback=True)
 
     def _io_call(self, what: str, work: Callable[[], Event | None]) -> None:
         """Run ``work`` on the I/O pool and post the event it returns. Nobody reads the pool's futures, so an
@@ -535,7 +545,7 @@ class Engine:
             try:
                 event = work()
             except Exception as error:
-                self.health.failed(kind, error, logging.ERROR, traceback=True)
+                self._unexpected(kind, error)
                 return
             self.health.ok(kind)
             if event is not None:
@@ -931,37 +941,50 @@ class Engine:
     # ------------------------------------------------------------------ notifications
 
     def _listen(self, broker: str) -> None:
-        """Keep this broker's notification stream open; every (re)connection and notification wakes a round."""
+        """Keep this broker's notification stream open; every (re)connection and notification wakes a round. An
+        unexpected exception is reported and the stream opened again after the backoff: a dead thread here would
+        leave this broker's notifications unheard for good."""
         self._mark()
         low, high = self.settings.reconnect_backoff
         backoff = low
         while not self._closing.is_set():
             try:
-                stream = self.transport.connect(broker, self.config.client_id)
-            except TransportError as error:
-                self.health.failed(f"connection to {broker}", error)
-                stream = None
-            if stream is not None:
-                self.health.ok(f"connection to {broker}")
-                self._open_streams[broker] = stream
-                if self._closing.is_set():  # shutdown began while connecting
-                    stream.cancel()
-                # A (re)connected broker may have restarted and forgotten us: register before rebalancing.
-                self._heartbeat(self._topics, [broker])
-                self.post(ConsumerIdsChanged())
-                try:
-                    for group in stream:
-                        backoff = low
-                        if group == self.config.consumer_group:
-                            self.post(ConsumerIdsChanged())
-                except TransportError as error:
-                    if not self._closing.is_set():
-                        self.health.failed(f"connection to {broker}", error)
-                if not self._closing.is_set():
-                    self.post(partial(self._connection_lost, broker))
+                if self._listen_once(broker):
+                    backoff = low
+            except Exception as error:
+                self._unexpected(f"notifications from {broker}: unexpected error", error)
             if self._closing.wait(backoff):
                 return
             backoff = min(high, backoff * 2)
+
+    def _listen_once(self, broker: str) -> bool:
+        """One connection's notification stream, from connecting to its end; True when a notification came on it
+        (a good connection: the next one is tried after the shortest backoff)."""
+        try:
+            stream = self.transport.connect(broker, self.config.client_id)
+        except TransportError as error:
+            self.health.failed(f"connection to {broker}", error)
+            return False
+        self.health.ok(f"connection to {broker}")
+        self.health.ok(f"notifications from {broker}: unexpected error")  # a new stream: whatever broke is past
+        self._open_streams[broker] = stream
+        if self._closing.is_set():  # shutdown began while connecting
+            stream.cancel()
+        # A (re)connected broker may have restarted and forgotten us: register before rebalancing.
+        self._heartbeat(self._topics, [broker])
+        self.post(ConsumerIdsChanged())
+        heard = False
+        try:
+            for group in stream:
+                heard = True
+                if group == self.config.consumer_group:
+                    self.post(ConsumerIdsChanged())
+        except TransportError as error:
+            if not self._closing.is_set():
+                self.health.failed(f"connection to {broker}", error)
+        if not self._closing.is_set():
+            self.post(partial(self._connection_lost, broker))
+        return heard
 
     def _connection_lost(self, broker: str) -> None:
         """The broker releases a client's locks when its connection closes, so ours there are gone now: say so

@@ -18,7 +18,7 @@ from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.engine import LOCK_WAIT_KIND, EngineSettings, LockWaitError
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message, PullResult, TransportError
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message, NotificationStream, PullResult, TransportError
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.runtime.test_consumer import FAST, produce
 from tests.stub.conftest import StartStub, start_stub
@@ -37,6 +37,8 @@ class Altered(GrpcTransport):
         self.broken_list: Exception | None = None
         self.sent_back: list[Message] = []
         self.refuse_locks = False
+        self.connects: list[str] = []
+        self.break_first_connect = False
 
     def pull(
         self,
@@ -61,6 +63,13 @@ class Altered(GrpcTransport):
     ) -> set[MessageQueue]:
         """As a broker answers while another consumer (killed, or frozen) still holds every lock."""
         return set() if self.refuse_locks else super().lock(broker, consumer_group, client_id, queues)
+
+    def connect(self, broker: str, client_id: str) -> NotificationStream:
+        """With ``break_first_connect``, the first connection to each broker fails as no transport error does."""
+        self.connects.append(broker)
+        if self.break_first_connect and self.connects.count(broker) == 1:
+            raise RuntimeError(f"unexpected failure connecting to {broker}")
+        return super().connect(broker, client_id)
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
         if self.broken_list is not None:
@@ -232,5 +241,22 @@ def test_queues_waiting_for_locks_are_reported_while_they_wait(start_stub: Start
         transport.refuse_locks = False  # the holder's locks lapse
         assert wait(lambda: LOCK_WAIT_KIND not in c.describe()["problems"])
         assert c.healthy
+    finally:
+        c.shutdown(10)
+
+
+def test_a_notification_thread_that_meets_an_unexpected_error_reports_it_and_goes_on(start_stub: StartStub) -> None:
+    """Before, such an exception ended the broker's notification thread with nothing in health or on_error."""
+    address = GRPC_SCHEME + start_stub().address
+    transport = Altered(address)
+    transport.break_first_connect = True
+    seen = Seen()
+    c = consumer(address, transport, seen, settings=EngineSettings(reconnect_backoff=(0.1, 0.2)))
+    c.start()
+    try:
+        assert wait(lambda: transport.connects.count("broker-a") >= 2 and transport.connects.count("broker-b") >= 2)
+        kinds = {kind for kind, error in seen.errors if isinstance(error, RuntimeError)}
+        assert kinds == {f"notifications from {b}: unexpected error" for b in ("broker-a", "broker-b")}
+        assert wait(lambda: not any(kind.startswith("notifications") for kind in c.describe()["problems"]))
     finally:
         c.shutdown(10)

@@ -112,22 +112,6 @@ class Connection:
             if pending is not None:
                 pending.done(TransportError(f"{name} at {self.address}: {error}", "UNAVAILABLE"))
 
-    def call(self, name: str, command: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send ``command`` and wait for its response; raise :class:`TransportError` on failure or timeout."""
-        answered = threading.Event()
-        box: list[RemotingCommand | TransportError] = []
-
-        def done(result: RemotingCommand | TransportError) -> None:
-            box.append(result)
-            answered.set()
-
-        self.request(name, command, timeout, done)
-        answered.wait()  # the reader enforces the deadline, so this always returns
-        result = box[0]
-        if isinstance(result, TransportError):
-            raise result
-        return result
-
     def send(self, command: RemotingCommand) -> None:
         """Write a oneway request or a response (nothing is awaited)."""
         self._write(command)

@@ -21,6 +21,7 @@ TLS socket would be made), and every request we send leaves through :meth:`Remot
 from __future__ import annotations
 
 import logging
+import queue
 import random
 import threading
 import time
@@ -193,23 +194,21 @@ class RemotingPool(ABC):
     # ------------------------------------------------------------------ requests
 
     def _call(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        """One request and its response; a GO_AWAY answer retires the connection and the request goes again."""
-        for attempt in (1, 2):
-            connection = self._connection(address)
-            answer = connection.call(name, command, timeout or self._timeout)
-            if answer.code != ResponseCode.GO_AWAY or attempt == 2:
-                return answer
-            log.info("%s answered GO_AWAY: reconnecting", address)
-            connection.close()
-        raise AssertionError("unreachable")
+        """One request and its response (:meth:`_request`, waited for); raises :class:`TransportError` on failure."""
+        answers: queue.SimpleQueue[RemotingCommand | TransportError] = queue.SimpleQueue()
+        self._request(self._connection(address), name, command, timeout or self._timeout, answers.put)
+        answer = answers.get()  # the connection's reader enforces the deadline, so this always returns
+        if isinstance(answer, TransportError):
+            raise answer
+        return answer
 
     def _request(
         self, connection: Connection, name: str, command: RemotingCommand, timeout: float, done: Completion
     ) -> None:
         """One request whose answer (or failure) goes to ``done`` on the connection's reader: no thread waits. A
         GO_AWAY answer (the broker is shutting down) retires the connection and the request goes once more on a
-        new one, as :meth:`_call` does: a pull or an offset write answered GO_AWAY would otherwise fail again on
-        the same doomed connection until it closes."""
+        new one: every request, a call, a pull or an offset write, would otherwise fail again on the same doomed
+        connection until it closes."""
 
         def first(answer: RemotingCommand | TransportError) -> None:
             if isinstance(answer, TransportError) or answer.code != ResponseCode.GO_AWAY:
