@@ -22,6 +22,7 @@ __all__ = [
     "DropQueue",
     "FetchConsumerList",
     "FetchRoutes",
+    "HandoverWithoutOffset",
     "LockQueues",
     "PersistOffsets",
     "QueryMaxOffset",
@@ -166,6 +167,21 @@ class ClientIdShared(Action):
     client_id: str
     consumers: int
     withheld: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HandoverWithoutOffset(Action):
+    """A released queue was handed over although its offset ``offset`` could not be saved (L8); fire-and-forget.
+
+    The store kept ``saved`` (``None``: nothing known), so the next owner re-delivers from there: at-least-once
+    holds, exactly-once across this handover does not. Sent after ``attempts`` failed writes, as the lock held
+    meanwhile kept the queue from everyone; the runtime reports it at ERROR.
+    """
+
+    mq: MessageQueue
+    offset: int
+    saved: int | None
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,9 @@ class RebalanceConfig:
     build it with :func:`default_consume_timestamp_ms` for Java's default. ``broker_lock_lifetime`` is the
     broker's setting, recorded here so the client lock lifetime can be checked to be shorter (that gap is what
     keeps an owner that lost touch from consuming after the broker let someone else lock the queue).
+    ``handover_persist_attempts`` (ours) bounds a fenced handover whose offset cannot be saved: after that many
+    failed writes the queue is handed over anyway and the next owner re-delivers from the last saved offset, since
+    the lock held meanwhile keeps the queue from every consumer (Java writes once and never waits).
     """
 
     consumer_group: str
@@ -71,6 +74,7 @@ class RebalanceConfig:
     handover_drain_timeout: float = 5.0
     release_retry_interval: float = 0.5
     request_timeout: float = 10.0
+    handover_persist_attempts: int = 3
 
     def __post_init__(self) -> None:
         if not self.consumer_group:
@@ -80,6 +84,9 @@ class RebalanceConfig:
         for f in fields(self):
             if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout")):
                 check_duration(f.name, getattr(self, f.name))
+        attempts = self.handover_persist_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"handover_persist_attempts must be a whole number of at least 1, not {attempts!r}")
         if self.client_lock_lifetime >= self.broker_lock_lifetime:
             raise ValueError(
                 "client_lock_lifetime must be shorter than broker_lock_lifetime, else an owner that lost touch "

@@ -57,6 +57,12 @@ Locks and the fence
   L7. A queue allocated to us whose lock the broker refuses is listed by ``lock_waits()`` with the time of the
       first refusal, until it is granted or the queue is no longer ours, so the runtime can say which queues wait
       and for how long (a holder that was killed keeps its lock until the broker's lock lifetime lapses).
+  L8. A release is bounded even when its offset cannot be saved: a queue in ``PERSISTING`` whose write failed
+      (or went unanswered) is listed by ``stuck_releases()`` with the first failure's time and the count, and
+      after ``handover_persist_attempts`` failures it is dropped and unlocked all the same, with
+      ``HandoverWithoutOffset``: the next owner re-delivers from the last saved offset (at-least-once), which is
+      better than a queue nobody consumes while its holder runs. Writes that fail while a queue is active do not
+      count: the periodic write repairs those (O1).
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
@@ -90,6 +96,7 @@ from rocket_rebalance.core.actions import (
     DropQueue,
     FetchConsumerList,
     FetchRoutes,
+    HandoverWithoutOffset,
     LockQueues,
     PersistOffsets,
     QueryMaxOffset,
@@ -178,6 +185,8 @@ class _Entry:
     in_flight_offset: int | None = None
     last_persist_sent: float = -_NEVER
     refused_since: float | None = None  # L7: when the broker first refused the lock we are still waiting for
+    release_failures: int = 0  # L8: failed writes of the release's frozen offset
+    release_stuck_since: float | None = None  # L8: when the first of them failed
 
 
 class RebalanceCore:
@@ -303,6 +312,14 @@ class RebalanceCore:
             mq: entry.refused_since
             for mq, entry in self._entries.items()
             if entry.refused_since is not None and entry.state is QueueState.LOCK_WAIT
+        }
+
+    def stuck_releases(self) -> dict[MessageQueue, tuple[float, int]]:
+        """L8: each queue being released whose offset write failed: when it first failed, and how often."""
+        return {
+            mq: (entry.release_stuck_since, entry.release_failures)
+            for mq, entry in self._entries.items()
+            if entry.release_stuck_since is not None
         }
 
     def holds_lock(self, mq: MessageQueue, now: float) -> bool:
@@ -710,11 +727,25 @@ class RebalanceCore:
                 self._finish_release(entry, now)
             elif ok and entry.frozen_offset is not None and answered != entry.frozen_offset:
                 self._send_persist(entry, entry.frozen_offset, now)  # that was an older write; now ours
+            elif not ok and self._release_failed(entry, now):
+                return
             else:
                 entry.deadline = min(entry.deadline, now + self.config.release_retry_interval)
         elif entry.persist_again and entry.pq is not None and entry.pq.commit_offset != entry.acked:
             if not self.config.uses_locks or self._lock_valid(entry, now):
                 self._send_persist(entry, entry.pq.commit_offset, now)
+
+    def _release_failed(self, entry: _Entry, now: float) -> bool:
+        """L8: count a failed write of the release's offset; at the bound, hand the queue over without it."""
+        entry.release_failures += 1
+        if entry.release_stuck_since is None:
+            entry.release_stuck_since = now
+        attempts = self.config.handover_persist_attempts
+        if entry.release_failures < attempts or entry.frozen_offset is None:
+            return False
+        self._emit(HandoverWithoutOffset(entry.mq, entry.frozen_offset, entry.acked, attempts))
+        self._finish_release(entry, now)
+        return True
 
     def _finish_release(self, entry: _Entry, now: float) -> None:
         del self._entries[entry.mq]

@@ -34,6 +34,7 @@ from rocket_rebalance.core import (
     DropQueue,
     FetchConsumerList,
     FetchRoutes,
+    HandoverWithoutOffset,
     LockQueues,
     LockResult,
     MessagesConsumed,
@@ -90,9 +91,13 @@ from rocket_rebalance.runtime.transport import (
 )
 
 __all__ = [
+    "HANDOVER_KIND",
+    "LOCK_WAIT_KIND",
     "ClientIdSharedError",
     "Engine",
     "EngineSettings",
+    "HandoverStuckError",
+    "HandoverWithoutOffsetError",
     "ListenerError",
     "MemberListTooLongError",
     "MessageListener",
@@ -127,6 +132,23 @@ class LockWaitError(Exception):
 
 
 LOCK_WAIT_KIND = "locks of allocated queues"
+
+
+class HandoverStuckError(Exception):
+    """Queues we are giving up cannot be handed over: their offsets cannot be saved (core rule L8)."""
+
+
+class HandoverWithoutOffsetError(Exception):
+    """A queue was handed over without its offset (core rule L8): reported under ``persist offsets``, at ERROR."""
+
+
+HANDOVER_KIND = "handovers of released queues"
+
+
+def _some(queues: Sequence[MessageQueue], shown: int = 5) -> str:
+    """The first few queues of a report, and how many more: a report must stay one readable line."""
+    more = f" and {len(queues) - shown} more" if len(queues) > shown else ""
+    return ", ".join(map(str, queues[:shown])) + more
 
 
 class ClientIdSharedError(Exception):
@@ -470,8 +492,8 @@ class Engine:
             try:
                 if isinstance(item, Event):
                     self._apply(self.core.handle(item, now))
-                    if isinstance(item, Tick | LockResult):
-                        self._report_lock_waits(now)
+                    if isinstance(item, Tick | LockResult | OffsetsPersisted | OffsetsPersistFailed):
+                        self._report_waits(now)
                     if isinstance(item, Tick):
                         # The core announces WakeAt only when its earliest deadline changes; after a tick that
                         # left it unchanged (a round deferred by the minimum interval, say) ask for it, or no
@@ -482,24 +504,37 @@ class Engine:
             except Exception as error:  # nothing may stop the service thread: it would freeze, alive but idle
                 self._unexpected("rebalance service", error)
 
-    def _report_lock_waits(self, now: float) -> None:
-        """Say which queues allocated to us have waited ``lock_wait_report`` seconds or more for a lock the broker
-        keeps refusing: with the fence, such a queue is consumed by nobody meanwhile, and the operator should know
-        (and clear the report once every such lock came or the queues went elsewhere)."""
+    def _report_waits(self, now: float) -> None:
+        """Say which queues wait, since with the fence such a queue is consumed by nobody meanwhile: those
+        allocated to us whose lock the broker refused for ``lock_wait_report`` seconds or more (L7), and those we
+        are giving up whose offset cannot be saved (L8). Each report clears once nothing of its kind waits."""
         waits = {mq: now - since for mq, since in self.core.lock_waits().items()}
         long = sorted(mq for mq, waited in waits.items() if waited >= self.settings.lock_wait_report)
         if not long:
             self.health.ok(LOCK_WAIT_KIND)
+        else:
+            self.health.failed(
+                LOCK_WAIT_KIND,
+                LockWaitError(
+                    f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks "
+                    f"for up to {max(waits[mq] for mq in long):.0f} s ({_some(long)}). Another consumer holds "
+                    "them: one that is leaving hands them over within its drain timeout; one that was killed keeps "
+                    "them until the broker's lock lifetime (60 s) lapses; the broker does not say which consumer it "
+                    "is"
+                ),
+            )
+        stuck = self.core.stuck_releases()
+        if not stuck:
+            self.health.ok(HANDOVER_KIND)
             return
-        longest = max(waits[mq] for mq in long)
-        shown = ", ".join(map(str, long[:5])) + (f" and {len(long) - 5} more" if len(long) > 5 else "")
+        failures = max(count for _, count in stuck.values())
         self.health.failed(
-            LOCK_WAIT_KIND,
-            LockWaitError(
-                f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks for "
-                f"up to {longest:.0f} s ({shown}). Another consumer holds them: one that is leaving hands them over "
-                "within its drain timeout; one that was killed keeps them until the broker's lock lifetime (60 s) "
-                "lapses; the broker does not say which consumer it is"
+            HANDOVER_KIND,
+            HandoverStuckError(
+                f"{len(stuck)} queues we are giving up cannot be handed over: their offsets cannot be saved "
+                f"({failures} failed writes over {now - min(since for since, _ in stuck.values()):.0f} s; "
+                f"{_some(sorted(stuck))}). They are consumed by nobody meanwhile; after "
+                f"{self.config.handover_persist_attempts} failed writes each is handed over without its offset"
             ),
         )
 
@@ -600,6 +635,13 @@ class Engine:
                         log.exception("the queue listener failed for topic %s", topic)
             case ClientIdShared(topic=topic, client_id=client_id, consumers=consumers, withheld=withheld):
                 self._client_id_shared(topic, client_id, consumers, withheld)
+            case HandoverWithoutOffset(mq=mq, offset=offset, saved=saved, attempts=attempts):
+                since = "where it starts (no offset was ever saved)" if saved is None else f"offset {saved}, the last saved"
+                error = HandoverWithoutOffsetError(
+                    f"{mq} handed over without its offset {offset} after {attempts} failed writes: the next owner "
+                    f"re-delivers from {since}"
+                )
+                self.health.failed("persist offsets", error, logging.ERROR)
             case ShutdownComplete():
                 self._shutdown_done.set()
             case _:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from rocket_rebalance.core import (
     Action,
     ClientIdShared,
+    HandoverWithoutOffset,
     ConsumerIdsChanged,
     ConsumerListFetched,
     DropQueue,
@@ -132,6 +133,7 @@ class SimConsumer:
     dispatched: dict[MessageQueue, set[int]] = field(default_factory=dict)
     listener_calls: list[QueuesChanged] = field(default_factory=list)
     shared_id_reports: list[ClientIdShared] = field(default_factory=list)
+    handovers_without_offset: list[HandoverWithoutOffset] = field(default_factory=list)
     shutdown_complete: bool = False
     registered: bool = False  # this consumer's connection is in the broker's registry
 
@@ -158,6 +160,8 @@ class SimConsumer:
             self.listener_calls.append(action)
         elif isinstance(action, ClientIdShared):
             self.shared_id_reports.append(action)
+        elif isinstance(action, HandoverWithoutOffset):
+            self.handovers_without_offset.append(action)
         elif isinstance(action, WakeAt):
             self.wake_at = action.time
         elif isinstance(action, ShutdownComplete):

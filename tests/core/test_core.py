@@ -13,6 +13,7 @@ from rocket_rebalance.core import (
     DropQueue,
     FetchConsumerList,
     FetchRoutes,
+    HandoverWithoutOffset,
     LockQueues,
     LockResult,
     MessageModel,
@@ -374,6 +375,70 @@ def test_fenced_drain_is_bounded() -> None:
     assert not only(d(Tick(), at=6.9), PersistOffsets)
     (persist,) = only(d(Tick(), at=7.0), PersistOffsets)
     assert persist.offsets[mq] == 6  # the stuck message is re-delivered rather than lost
+
+
+@pytest.mark.parametrize("orderly", [False, True])
+def test_a_handover_whose_offset_cannot_be_saved_is_bounded(orderly: bool) -> None:
+    """L8 (probe 2026-11-24 #3): a release whose offset writes keep failing held its lock forever, so the queue
+    was consumed by nobody; now it is reported while it lasts and handed over without its offset after
+    ``handover_persist_attempts`` failed writes (re-delivery accepted, as Java's persist is fire-and-forget)."""
+    d = Drive(consume_orderly=orderly, persist_interval=100.0, handover_persist_attempts=3)
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5, 6), 7), at=1.0)
+    d(MessagesDispatched(mq, (5,)))
+    d(MessagesConsumed(mq, (5,)))
+    (persist,) = only(d.round((ME, OTHER), at=2.0), PersistOffsets)
+    assert persist.offsets[mq] == 6 and d.core.stuck_releases() == {}
+    d(OffsetsPersistFailed(dict(persist.offsets)), at=2.1)
+    assert d.core.stuck_releases() == {mq: (2.1, 1)}
+    (again,) = only(d(Tick(), at=2.6), PersistOffsets)
+    d(OffsetsPersistFailed(dict(again.offsets)), at=2.7)
+    assert d.core.stuck_releases() == {mq: (2.1, 2)} and d.core.state_of(mq) is QueueState.PERSISTING
+    (last,) = only(d(Tick(), at=3.2), PersistOffsets)
+    actions = d(OffsetsPersistFailed(dict(last.offsets)), at=3.3)
+    assert HandoverWithoutOffset(mq, 6, 5, 3) in actions
+    assert actions.index(DropQueue(mq)) < actions.index(UnlockQueues("b0", (mq,)))
+    assert d.core.state_of(mq) is None and d.core.stuck_releases() == {}
+
+
+def test_a_lost_offset_write_counts_as_failed_for_the_bounded_handover() -> None:
+    d = Drive(persist_interval=100.0, handover_persist_attempts=2, request_timeout=1.0)
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5,), 6), at=1.0)
+    d(MessagesDispatched(mq, (5,)))
+    d(MessagesConsumed(mq, (5,)))
+    d.round((ME, OTHER), at=2.0)
+    assert d.core.state_of(mq) is QueueState.PERSISTING
+    d(Tick(), at=3.0)  # the write is never answered: as failed (M1)
+    assert d.core.stuck_releases() == {mq: (3.0, 1)}
+    d(Tick(), at=3.5)
+    actions = d(Tick(), at=4.5)
+    assert only(actions, HandoverWithoutOffset) == [HandoverWithoutOffset(mq, 6, 5, 2)]
+    assert DropQueue(mq) in actions
+
+
+def test_routine_write_failures_do_not_count_toward_the_handover_bound() -> None:
+    d = Drive(persist_interval=1.0, handover_persist_attempts=2)
+    d.start()
+    mq = QS[3]
+    for at in (1.0, 2.0, 3.0):
+        (persist,) = only(d(Tick(), at=at), PersistOffsets)
+        d(OffsetsPersistFailed(dict(persist.offsets)), at=at + 0.1)
+    assert d.core.stuck_releases() == {}
+    d(MessagesPulled(mq, (5,), 6), at=3.5)
+    d(MessagesDispatched(mq, (5,)))
+    d(MessagesConsumed(mq, (5,)))
+    (persist,) = only(d.round((ME, OTHER), at=4.0), PersistOffsets)
+    d(OffsetsPersistFailed(dict(persist.offsets)), at=4.1)
+    assert d.core.stuck_releases() == {mq: (4.1, 1)} and d.core.state_of(mq) is QueueState.PERSISTING
+
+
+def test_handover_persist_attempts_must_be_a_positive_count() -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="handover_persist_attempts"):
+            RebalanceConfig(G, ME, handover_persist_attempts=bad)  # type: ignore[arg-type]
 
 
 def test_orderly_drain_waits_for_the_message_in_consumption_however_long() -> None:

@@ -1,4 +1,4 @@
-"""Answers no broker should give, and what the consumer does with them (probe 2026-11-24, findings 4, 5, 15):
+"""Answers no broker should give, and what the consumer does with them (probe 2026-11-24, findings 3, 4, 5, 15):
 nothing vanishes in the engine's I/O tasks, and a pull answer outside its range neither re-delivers what was
 consumed nor carries an impossible offset into the offset writes.
 
@@ -10,14 +10,21 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import LOCK_WAIT_KIND, EngineSettings, LockWaitError
+from rocket_rebalance.runtime.engine import (
+    HANDOVER_KIND,
+    LOCK_WAIT_KIND,
+    EngineSettings,
+    HandoverWithoutOffsetError,
+    LockWaitError,
+)
+from rocket_rebalance.runtime.offset_store import OffsetStoreError, RemoteOffsetStore
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message, NotificationStream, PullResult, TransportError
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.runtime.test_consumer import FAST, produce
@@ -260,3 +267,41 @@ def test_a_notification_thread_that_meets_an_unexpected_error_reports_it_and_goe
         assert wait(lambda: not any(kind.startswith("notifications") for kind in c.describe()["problems"]))
     finally:
         c.shutdown(10)
+
+
+class Unsaveable(RemoteOffsetStore):
+    """A broker that refuses every offset write (UPDATE_CONSUMER_OFFSET failing) but answers reads."""
+
+    def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+        raise OffsetStoreError("the broker refused the offset write")
+
+
+def test_a_consumer_that_cannot_save_offsets_still_hands_its_queues_over(start_stub: StartStub) -> None:
+    """Finding 3: the queues a consumer had to give up stayed locked by it, consumed by nobody, while its offset
+    writes failed; now the handover is bounded, and the stuck queues are named while it lasts."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 5)
+    stuck, seen_a = Altered(address), Seen()
+    refusing = Unsaveable(stuck, "GID_hostile", "c1")
+    a = consumer(address, stuck, seen_a, offset_store=refusing, handover_drain_timeout=0.5, release_retry_interval=0.3)
+    a.start()
+    try:
+        assert wait(lambda: sum(len(q) for q in a.owned_queues().values()) == 10)  # 8, and 2 of the retry topic
+        seen_b = Seen()
+        b = PushConsumer(
+            address, "GID_hostile", topics=["TopicTest"], listener=seen_b.listener, client_id="c2", **FAST
+        )
+        b.start()
+        try:
+            assert wait(lambda: len(b.owned_queues().get("TopicTest", ())) == 4)  # allocated; locks to come
+            mine = {(m.broker_name, m.queue_id) for m in b.owned_queues()["TopicTest"]}
+            # A consumed these but could not save it, so B re-delivers them once A lets go of the locks
+            assert wait(lambda: mine <= {(broker, queue) for broker, queue, _ in seen_b.offsets})
+            stuck_said = [str(e) for kind, e in seen_a.errors if kind == HANDOVER_KIND]
+            assert stuck_said and all("cannot be handed over" in said for said in stuck_said), stuck_said
+            given_up = [str(e) for kind, e in seen_a.errors if isinstance(e, HandoverWithoutOffsetError)]
+            assert len(given_up) == 5 and all("the next owner re-delivers" in e for e in given_up), given_up  # 4 + retry
+        finally:
+            assert b.shutdown(10)
+    finally:
+        a.shutdown(10)
