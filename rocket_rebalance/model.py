@@ -30,6 +30,7 @@ __all__ = [
     "PERM_WRITE",
     "DLQ_GROUP_TOPIC_PREFIX",
     "RETRY_GROUP_TOPIC_PREFIX",
+    "RETRY_TOPIC_PROPERTY",
     "ConsumeFromWhere",
     "MessageModel",
     "ClientIdList",
@@ -337,6 +338,8 @@ PERM_WRITE = 2
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+RETRY_TOPIC_PROPERTY = "RETRY_TOPIC"
+"""Java's ``MessageConst.PROPERTY_RETRY_TOPIC``: a message in a retry topic keeps its original topic here."""
 
 
 class MessageModel(enum.Enum):

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
 from rocket_rebalance.model import MessageQueue, build_client_id, check_duration, check_group_name, check_topic_name
@@ -83,7 +84,7 @@ class PushConsumer:
         offset_store: OffsetStore | None = None,
         settings: EngineSettings | None = None,
         on_error: ErrorHook | None = None,
-        **config: float,
+        **config: Any,
     ) -> None:
         check_group_name(consumer_group)
         self._topics = {check_topic_name(topic) for topic in topics}

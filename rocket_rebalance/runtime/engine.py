@@ -636,7 +636,7 @@ class Engine:
             case ClientIdShared(topic=topic, client_id=client_id, consumers=consumers, withheld=withheld):
                 self._client_id_shared(topic, client_id, consumers, withheld)
             case HandoverWithoutOffset(mq=mq, offset=offset, saved=saved, attempts=attempts):
-                since = "where it starts (no offset was ever saved)" if saved is None else f"offset {saved}, the last saved"
+                since = "where it starts (no offset was saved)" if saved is None else f"offset {saved}, the last saved"
                 error = HandoverWithoutOffsetError(
                     f"{mq} handed over without its offset {offset} after {attempts} failed writes: the next owner "
                     f"re-delivers from {since}"

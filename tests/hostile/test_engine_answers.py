@@ -300,7 +300,7 @@ def test_a_consumer_that_cannot_save_offsets_still_hands_its_queues_over(start_s
             stuck_said = [str(e) for kind, e in seen_a.errors if kind == HANDOVER_KIND]
             assert stuck_said and all("cannot be handed over" in said for said in stuck_said), stuck_said
             given_up = [str(e) for kind, e in seen_a.errors if isinstance(e, HandoverWithoutOffsetError)]
-            assert len(given_up) == 5 and all("the next owner re-delivers" in e for e in given_up), given_up  # 4 + retry
+            assert len(given_up) == 5 and all("the next owner re-delivers" in e for e in given_up), given_up
         finally:
             assert b.shutdown(10)
     finally:

@@ -145,6 +145,7 @@ def test_a_failed_message_goes_to_the_retry_topic_and_the_queue_moves_on(rocketm
             wait_until(lambda: sum(1 for m in seen if m.body == b"poison") == 2, 40, "the retry arrives")
             retried = [m for m in seen if m.body == b"poison"][-1]
             assert retried.mq.topic == "%RETRY%GID_sendback" and retried.reconsume_times == 1
+            assert retried.topic == topic  # what Java's listener sees (resetRetryAndNamespace)
             assert retried.properties.get("RETRY_TOPIC") == topic
         finally:
             assert consumer.shutdown()

@@ -7,7 +7,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from rocket_rebalance.model import RETRY_TOPIC_PROPERTY, MessageQueue, retry_topic
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.engine import EngineSettings, ListenerError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
@@ -66,3 +69,19 @@ def test_the_log_says_where_a_failed_batch_went(start_stub: StartStub, max_recon
         assert transport.sent
     finally:
         consumer.shutdown(10)
+
+
+@given(
+    topic=st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True),
+    group=st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True),
+    original=st.none() | st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True),
+)
+def test_a_retried_message_carries_its_original_topic(topic: str, group: str, original: str | None) -> None:
+    """Finding 22: Java's listener sees a retried message under the topic it was sent to (resetRetryAndNamespace);
+    the queue it was pulled from, which its offset belongs to, stays the retry topic's."""
+    properties = {} if original is None else {RETRY_TOPIC_PROPERTY: original}
+    retried = Message(MessageQueue(retry_topic(group), "broker-a", 0), 3, "id", b"", properties=properties)
+    assert retried.topic == (original or retry_topic(group)) and retried.mq.topic == retry_topic(group)
+    # The property means something only on a retry topic (a message sent with it set keeps its own topic)
+    plain = Message(MessageQueue(topic, "broker-a", 0), 3, "id", b"", properties=properties)
+    assert plain.topic == topic

@@ -19,7 +19,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
+from rocket_rebalance.model import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    RETRY_TOPIC_PROPERTY,
+    ConsumeFromWhere,
+    MessageModel,
+    MessageQueue,
+)
 from rocket_rebalance.route import TopicRoute
 
 __all__ = [
@@ -76,6 +82,16 @@ class Message:
     born_timestamp_ms: int = 0
     store_timestamp_ms: int = 0
     body_error: str = ""  # why the stored body could not be read; such a message never reaches the listener
+
+    @property
+    def topic(self) -> str:
+        """The topic the message was sent to, as Java's listener sees it: one re-delivered through the group's
+        retry topic carries its original topic in the ``RETRY_TOPIC`` property, which Java puts back
+        (``resetRetryAndNamespace``) so a listener that checks the topic does not skip every retried message.
+        ``mq`` stays the queue it was pulled from, which is what its offset belongs to."""
+        if self.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return self.properties.get(RETRY_TOPIC_PROPERTY) or self.mq.topic
+        return self.mq.topic
 
 
 class PullStatus:

@@ -211,7 +211,7 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
             commit_log_offset=message_.commit_log_offset,
             delay_level=0,
             origin_msg_id=message_.msg_id,
-            origin_topic=message_.properties.get("RETRY_TOPIC", message_.mq.topic),
+            origin_topic=message_.topic,
             max_reconsume_times=max_reconsume_times,
         )
         self._ok(address, f"CONSUMER_SEND_MSG_BACK {message_.mq}", request(RequestCode.CONSUMER_SEND_MSG_BACK, ext))
