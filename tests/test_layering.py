@@ -22,6 +22,7 @@ LAYERS = {
     "model": 0,
     "route": 1,
     "strategies": 1,
+    "subscription": 1,  # subscription expressions as Java builds them: pure, below the remoting codec
     "plan": 2,
     "snapshot_folder": 2,  # the snapshot folder's contract: files and JSON over model and strategies
     "remoting": 2,
@@ -39,7 +40,7 @@ LAYERS = {
     "__main__": 9,
     "__init__": 3,
 }
-PURE = ("model", "route", "strategies", "plan", "remoting", "mqadmin", "whatif")
+PURE = ("model", "route", "subscription", "strategies", "plan", "remoting", "mqadmin", "whatif")
 # What a pure module must never touch: I/O, threads, clocks, randomness, logging, and every wire or engine.
 IMPURE = (
     "asyncio",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -24,6 +23,9 @@ from rocket_rebalance.remoting import fastjson
 from rocket_rebalance.remoting.fastjson import queue_from_json
 from rocket_rebalance.remoting.frame import ProtocolError
 from rocket_rebalance.route import QueueData, RouteError, TopicRoute
+from rocket_rebalance.subscription import SUB_ALL as _SUB_ALL
+from rocket_rebalance.subscription import TAG as _TAG
+from rocket_rebalance.subscription import SubscriptionExpression, java_string_hash_code  # noqa: F401 (re-exported)
 
 __all__ = [
     "CONSUME_FROM_WHERE",
@@ -70,24 +72,9 @@ CONSUME_FROM_WHERE = (
 )
 CONSUME_RESULTS = ("CR_SUCCESS", "CR_LATER", "CR_ROLLBACK", "CR_COMMIT", "CR_THROW_EXCEPTION", "CR_RETURN_NULL")
 
-_SUB_ALL = "*"
-_TAG = "TAG"
-_JAVA_WHITESPACE = "".join(chr(code) for code in range(0x21))  # String.trim() strips every char <= U+0020
-_UTF16_UNITS = struct.Struct(">H")
 _BROKER_ID = re.compile(r"-?[0-9]{1,19}")
 
 _T = TypeVar("_T")
-
-
-def java_string_hash_code(text: str) -> int:
-    """Java's ``String.hashCode()``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, signed 32-bit.
-
-    Brokers filter a tag subscription by these codes (``SubscriptionData.codeSet``), so they must match Java's.
-    """
-    value = 0
-    for (unit,) in _UTF16_UNITS.iter_unpack(text.encode("utf-16-be", "surrogatepass")):
-        value = (value * 31 + unit) & 0xFFFFFFFF
-    return value - 2**32 if value > 0x7FFFFFFF else value
 
 
 def _encode(document: object) -> bytes:
@@ -204,23 +191,18 @@ class Subscription:
     sub_version: int
     expression_type: str = _TAG
 
-    def _tags(self) -> list[str]:
-        if self.expression_type != _TAG or self.sub_string in ("", _SUB_ALL):
-            return []
-        tags: list[str] = []
-        for part in self.sub_string.split("||"):
-            tag = part.strip(_JAVA_WHITESPACE)
-            if tag and tag not in tags:
-                tags.append(tag)
-        return tags
+    def _tags(self) -> tuple[str, ...]:
+        """Derived by :class:`~rocket_rebalance.subscription.SubscriptionExpression`, which mirrors Java's
+        ``FilterAPI``; any other expression type (SQL92, or one a broker reports that we do not know) has none."""
+        return SubscriptionExpression(self.sub_string).tags if self.expression_type == _TAG else ()
 
     @property
     def tags_set(self) -> tuple[str, ...]:
-        return tuple(self._tags())
+        return self._tags()
 
     @property
     def code_set(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(java_string_hash_code(tag) for tag in self._tags()))
+        return SubscriptionExpression(self.sub_string).codes if self.expression_type == _TAG else ()
 
     def to_json(self) -> dict[str, Any]:
         """The ``SubscriptionData`` object; an empty TAG expression is sent as ``*``, as Java normalises it."""
