@@ -42,6 +42,7 @@ __all__ = [
     "RouteData",
     "RunningInfo",
     "Subscription",
+    "encode_check_client",
     "encode_consume_directly_result",
     "encode_heartbeat",
     "encode_lock_body",
@@ -340,6 +341,12 @@ def parse_subscription_groups(body: bytes) -> set[str]:
 
 
 # ---------------------------------------------------------------------------------------------- consumer requests
+
+
+def encode_check_client(client_id: str, consumer_group: str, subscription: Subscription) -> bytes:
+    """CHECK_CLIENT_CONFIG's ``CheckClientRequestBody``: the broker compiles the subscription's expression (and
+    refuses a non-TAG one when it does not filter by properties). ``namespace`` is null, so left out."""
+    return _encode({"clientId": client_id, "group": consumer_group, "subscriptionData": subscription.to_json()})
 
 
 def encode_heartbeat(

@@ -38,6 +38,7 @@ __all__ = [
     "decode_properties",
     "encode_properties",
     "encode_stored_message",
+    "message_properties",
 ]
 
 MAGIC_V1 = -626843481  # 0xDAA320A7: topic length in one byte
@@ -141,6 +142,82 @@ def _format_host(address: bytes, port: int) -> str:
 # ---------------------------------------------------------------------------------------------------------- properties
 
 
+SYSTEM_PROPERTIES = frozenset(
+    {
+        "1ST_POP_TIME",
+        "ARRIVE_TIME",
+        "BORN_TIMESTAMP",
+        "BUYER_ID",
+        "CLUSTER",
+        "CONSUME_START_TIME",
+        "CORRECTION_FLAG",
+        "CORRELATION_ID",
+        "DELAY",
+        "DLQ_ORIGIN_MESSAGE_ID",
+        "DLQ_ORIGIN_TOPIC",
+        "DUP_INFO",
+        "EXTEND_UNIQ_INFO",
+        "INNER_MULTI_QUEUE_OFFSET",
+        "INSTANCE_ID",
+        "KEYS",
+        "MAX_OFFSET",
+        "MAX_RECONSUME_TIMES",
+        "MIN_OFFSET",
+        "MQ2_FLAG",
+        "MSG_REGION",
+        "MSG_TYPE",
+        "ORIGIN_MESSAGE_ID",
+        "PGROUP",
+        "POP_CK",
+        "POP_CK_OFFSET",
+        "PUSH_REPLY_TIME",
+        "REAL_QID",
+        "REAL_TOPIC",
+        "RECONSUME_TIME",
+        "REPLY_TO_CLIENT",
+        "RETRY_TOPIC",
+        "TAGS",
+        "TIMER_DELAY_LEVEL",
+        "TIMER_DELAY_MS",
+        "TIMER_DELAY_SEC",
+        "TIMER_DELIVER_MS",
+        "TIMER_DEL_UNIQKEY",
+        "TIMER_DEQUEUE_MS",
+        "TIMER_ENQUEUE_MS",
+        "TIMER_OUT_MS",
+        "TIMER_ROLL_TIMES",
+        "TRACE_ON",
+        "TRANSFER_FLAG",
+        "TRAN_MSG",
+        "TRAN_PREPARED_QUEUE_OFFSET",
+        "TTL",
+        "UNIQ_KEY",
+        "WAIT",
+        "__BORNHOST",
+        "__CRC32#",
+    }
+)
+"""The property names Java's ``Message.putUserProperty`` refuses (``MessageConst.STRING_HASH_SET``, 5.3.3)."""
+
+
+def message_properties(tags: str = "", keys: str = "", user: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The properties of a message sent with ``tags``, ``keys`` (space-separated) and ``user`` properties, as
+    Java's ``Message`` holds them (``TAGS``, ``KEYS``, then each ``putUserProperty``). A user property Java's
+    ``putUserProperty`` refuses (a system name, a blank name or value) is a ``ValueError`` here too."""
+    properties: dict[str, str] = {}
+    if tags:
+        properties["TAGS"] = tags
+    if keys:
+        properties["KEYS"] = keys
+    for name, value in (user or {}).items():
+        if name in SYSTEM_PROPERTIES:
+            raise ValueError(f"property {name} is used by RocketMQ itself; choose another name")
+        if not name.strip() or not value.strip():
+            raise ValueError(f"property {name!r}={value!r}: names and values must not be blank")
+        properties[name] = value
+    return properties
+
+
 def encode_properties(properties: Mapping[str, str]) -> str:
     """``name\\x01value\\x02`` per property (``MessageDecoder.messageProperties2String``).
 
@@ -216,9 +293,7 @@ class _Record:
         return _format_host(address, port)
 
 
-def decode_messages(
-    body: bytes | bytearray | memoryview, max_body_size: int = MAX_BODY_SIZE
-) -> list[StoredMessage]:
+def decode_messages(body: bytes | bytearray | memoryview, max_body_size: int = MAX_BODY_SIZE) -> list[StoredMessage]:
     """Every record of ``body``, in order; a compressed body inflates to at most ``max_body_size`` bytes (see
     :attr:`StoredMessage.body_error`)."""
     messages: list[StoredMessage] = []

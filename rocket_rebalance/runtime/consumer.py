@@ -11,7 +11,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,10 @@ from rocket_rebalance.runtime.offset_store import (
     RemoteOffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.transport import Transport
+from rocket_rebalance.runtime.transport import Transport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
+from rocket_rebalance.subscription import TAG, SubscriptionExpression, subscriptions_from
 
 __all__ = ["WAIT_INTERVAL_ENV", "PushConsumer", "default_client_id"]
 
@@ -61,14 +62,19 @@ class PushConsumer:
     ``nameserver_stub``. ``on_error(kind, error)`` hears of every failure the consumer retries (``healthy`` and
     ``describe()`` say what is failing now; the log says it at WARNING, at most every 30 s per kind). Intervals
     (``rebalance_interval``, ``persist_interval`` ...) and other :class:`RebalanceConfig` fields may be passed as
-    keyword arguments; defaults are the Java client's."""
+    keyword arguments; defaults are the Java client's.
+
+    ``topics`` is a list of topic names (each subscribed with ``*``) or a mapping of topic to a TAG expression
+    (``{"Orders": "TagA || TagB"}``) or a :class:`~rocket_rebalance.subscription.SubscriptionExpression` (SQL92);
+    :meth:`subscribe` adds one. Every member of a group must subscribe each topic alike (the broker keeps one
+    subscription per topic for the whole group)."""
 
     def __init__(
         self,
         namesrv_addr: str,
         consumer_group: str,
         *,
-        topics: Iterable[str] = (),
+        topics: Iterable[str] | Mapping[str, str | SubscriptionExpression] = (),
         listener: MessageListener | None = None,
         queue_listener: QueueListener | None = None,
         strategy: AllocateMessageQueueStrategy | None = None,
@@ -87,7 +93,7 @@ class PushConsumer:
         **config: Any,
     ) -> None:
         check_group_name(consumer_group)
-        self._topics = {check_topic_name(topic) for topic in topics}
+        self._subscriptions = {check_topic_name(topic): expr for topic, expr in subscriptions_from(topics).items()}
         self.client_id = client_id or default_client_id()
         waited = os.environ.get(WAIT_INTERVAL_ENV)
         if "rebalance_interval" not in config and waited:
@@ -124,30 +130,56 @@ class PushConsumer:
         self._clean: bool | None = None
         self._stop_lock = threading.Lock()
 
-    def subscribe(self, topic: str) -> None:
-        """Consume ``topic`` too (before ``start``)."""
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = TAG) -> None:
+        """Consume ``topic`` too (before ``start``), filtered by ``expression``: tags (``"TagA || TagB"``, or
+        ``"*"`` for every message) or, with ``expression_type="SQL92"``, a condition over message properties
+        (``"a > 5"``; the brokers need ``enablePropertyFilter=true``). A later call for the same topic replaces the
+        earlier one, as in Java. An expression no consumer can use raises
+        :class:`~rocket_rebalance.subscription.ExpressionError`."""
         if self._engine is not None:
             raise RuntimeError("subscribe before start()")
-        self._topics.add(check_topic_name(topic))
+        self._subscriptions[check_topic_name(topic)] = SubscriptionExpression(expression, expression_type).check()
+
+    @property
+    def subscriptions(self) -> dict[str, SubscriptionExpression]:
+        """Each subscribed topic's expression."""
+        return dict(self._subscriptions)
 
     def start(self) -> None:
         if self._stopper is not None:
             raise RuntimeError("this consumer was shut down: build a new PushConsumer to consume again")
         if self._engine is not None:
             raise RuntimeError("already started")
-        if not self._topics:
+        if not self._subscriptions:
             raise ValueError("subscribe to at least one topic before start()")
+        self._check_subscriptions()
         self._engine = Engine(
             self.config,
-            self._topics,
+            self._subscriptions,
             self.transport,
             self._offset_store,
             self._listener,
             self._queue_listener,
             self._settings,
             self._on_error,
+            self._subscriptions,
         )
         self._engine.start()
+
+    def _check_subscriptions(self) -> None:
+        """As Java's ``checkClientInBroker`` at start: each broker of a topic subscribed with something other than
+        tags is asked whether it can filter by it; a refusal (:class:`SubscriptionRefusedError`: the broker's
+        ``enablePropertyFilter`` is off, or the expression does not compile) fails the start. A topic whose route
+        cannot be read now is not checked, as in Java: its pulls report a refusal later, through health."""
+        for topic, expression in self._subscriptions.items():
+            if expression.expression_type == TAG:
+                continue
+            try:
+                brokers = sorted({data.broker_name for data in self.transport.route(topic).queue_datas})
+            except TransportError:
+                continue
+            for broker in brokers:
+                self.transport.check_subscription(broker, self.config.consumer_group, self.client_id, topic, expression)
 
     def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close.

@@ -89,6 +89,7 @@ from rocket_rebalance.runtime.transport import (
     Transport,
     TransportError,
 )
+from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = [
     "HANDOVER_KIND",
@@ -279,9 +280,11 @@ class Engine:
         queue_listener: QueueListener | None = None,
         settings: EngineSettings | None = None,
         on_error: ErrorHook | None = None,
+        expressions: Mapping[str, SubscriptionExpression] | None = None,
     ) -> None:
         self.config = config
         self.core = RebalanceCore(config, topics)
+        self.expressions = dict(expressions or {})  # a topic not in it is subscribed with "*"
         self.transport = transport
         self.offset_store = offset_store
         self.listener = listener
@@ -314,6 +317,7 @@ class Engine:
         self._stats_lock = threading.Lock()
         self.consumed = 0
         self.failed = 0
+        self.filtered = 0  # messages the tag re-filter skipped (their offsets move on as if consumed)
         self._send_back = True  # until the transport says its server keeps no retry topics
         self._started_ms = int(time.time() * 1000)
 
@@ -380,6 +384,7 @@ class Engine:
                 engine_wake_in=None if self._wake_at is None else round(self._wake_at - now, 3),
                 allocated={topic: sorted(map(str, self.core.allocated(topic))) for topic in self.core.topics},
                 queues={str(mq): str(self.core.state_of(mq)) for mq in self.core.held_queues()},
+                filtered=self.filtered,
                 inbox=self._inbox.qsize(),
                 timers=len(self._timers),
                 healthy=self.health.healthy,
@@ -730,6 +735,7 @@ class Engine:
             message_model=self.config.message_model,
             consume_from_where=self.config.consume_from_where,
             topics=topics,
+            expressions=self.expressions,
         )
         for broker in self._brokers() if brokers is None else brokers:
             try:
@@ -845,12 +851,24 @@ class Engine:
             self._handle(OffsetIllegal(mq, next_offset))
             return
         messages, next_offset = self._checked_pull(mq, run.next_offset, next_offset, messages)
+        messages = self._refiltered(mq, messages)
         run.next_offset = next_offset
         for message in messages:
             run.buffered[message.queue_offset] = message
         self._handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
         self._dispatch(mq)
         self._pull(mq)
+
+    def _refiltered(self, mq: MessageQueue, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """Java's re-filter after the broker's (``PullAPIWrapper.processPullResult``): the broker matched tags by
+        hash code, and two tags can share one, so only messages whose tag is one of the subscription's are kept.
+        The others are never buffered: the queue's commit offset moves past them with the pull's next offset."""
+        expression = self.expressions.get(mq.topic)
+        if expression is None or not expression.tags:
+            return messages
+        kept = tuple(m for m in messages if expression.accepts(m.tags))
+        self.filtered += len(messages) - len(kept)
+        return kept
 
     def _checked_pull(
         self, mq: MessageQueue, requested: int, next_offset: int, messages: tuple[Message, ...]

@@ -27,6 +27,7 @@ from rocket_rebalance.model import (
     MessageQueue,
 )
 from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = [
     "GRPC_SCHEME",
@@ -42,6 +43,7 @@ __all__ = [
     "PullStatus",
     "QueueRunInfo",
     "RunningInfo",
+    "SubscriptionRefusedError",
     "Transport",
     "TransportError",
     "running_info_properties",
@@ -58,6 +60,12 @@ class TransportError(OSError):
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
         self.code = code
+
+
+class SubscriptionRefusedError(TransportError):
+    """A broker refuses a subscription expression at the consumer's start (CHECK_CLIENT_CONFIG): it does not filter
+    by that expression type (``enablePropertyFilter=false``), or the expression does not compile. Not retried: the
+    consumer cannot start with it."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,11 @@ class GroupRegistration:
     consume_from_where: ConsumeFromWhere
     topics: tuple[str, ...]
     sub_version: int = 0
+    expressions: Mapping[str, SubscriptionExpression] = field(default_factory=dict)
+    """Each topic's expression; a topic not in it (the retry topic, for one) is subscribed with ``*``."""
+
+    def expression(self, topic: str) -> SubscriptionExpression:
+        return self.expressions.get(topic) or SubscriptionExpression()
 
 
 class NotificationStream(Protocol):
@@ -261,6 +274,13 @@ class Transport(Protocol):
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]: ...
 
+    def check_subscription(
+        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
+    ) -> None:
+        """Ask ``broker`` whether it can filter by ``expression`` (Java's ``checkClientInBroker`` before a consumer
+        starts); raises :class:`SubscriptionRefusedError` when it cannot, or the wire refuses it itself."""
+        ...
+
     def query_offsets(
         self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
     ) -> dict[MessageQueue, int | None]: ...
@@ -295,9 +315,17 @@ class Transport(Protocol):
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
 
     def send(
-        self, topic: str, broker: str, bodies: Sequence[bytes], queue_id: int | None = None
+        self,
+        topic: str,
+        broker: str,
+        bodies: Sequence[bytes],
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
-        """Send bodies to one queue (the broker picks one when ``queue_id`` is None): (queue ID, offsets)."""
+        """Send bodies to one queue (the broker picks one when ``queue_id`` is None): (queue ID, offsets). Each
+        message carries ``tags``, ``keys`` (space-separated) and ``properties``, as Java's ``Message`` does."""
         ...
 
     def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:

@@ -42,9 +42,11 @@ from rocket_rebalance.runtime.transport import (
     PullResult,
     PullStatus,
     QueueRunInfo,
+    SubscriptionRefusedError,
     TransportError,
     running_info_properties,
 )
+from rocket_rebalance.subscription import TAG, SubscriptionExpression
 
 __all__ = ["GrpcTransport", "route_from_wire"]
 
@@ -167,6 +169,7 @@ class GrpcTransport:
         self._closed = threading.Event()
         self._client: BrokerRequests | None = None
         self._answers = ThreadPoolExecutor(_ANSWER_THREADS, thread_name_prefix="rr-grpc-answer")
+        self._tag_expressions: dict[tuple[str, str], str] = {}  # (group, topic) -> sub_string, from heartbeats
 
     def _call(self, name: str, method: Callable[..., T], request: object, timeout: float | None = None) -> T:
         try:
@@ -192,7 +195,10 @@ class GrpcTransport:
             if group.message_model is MessageModel.CLUSTERING
             else common_pb2.MESSAGE_MODEL_BROADCASTING,
             consume_from_where=_CONSUME_FROM[group.consume_from_where],
-            subscriptions=[common_pb2.SubscriptionData(topic=topic, sub_string="*") for topic in group.topics],
+            subscriptions=[
+                common_pb2.SubscriptionData(topic=topic, sub_string=self._tag_expression(group, topic))
+                for topic in group.topics
+            ],
         )
         request = broker_pb2.HeartbeatRequest(broker_name=broker, client_id=client_id, consumer_datas=[data])
         self._call("HeartBeat", self._broker.HeartBeat, request)
@@ -202,6 +208,28 @@ class GrpcTransport:
             broker_name=broker, client_id=client_id, consumer_group=consumer_group
         )
         self._call("UnregisterClient", self._broker.UnregisterClient, request)
+
+    def _tag_expression(self, group: GroupRegistration, topic: str) -> str:
+        """The stub filters by tags as a broker does; the pulls of ``topic`` name the expression (the stub's pull
+        carries it, where a RocketMQ broker reads it from the heartbeat)."""
+        expression = group.expression(topic)
+        self._refuse_sql92(topic, expression)
+        self._tag_expressions[(group.consumer_group, topic)] = expression.sub_string
+        return expression.sub_string
+
+    def _refuse_sql92(self, topic: str, expression: SubscriptionExpression) -> None:
+        if expression.expression_type != TAG:
+            raise SubscriptionRefusedError(
+                f"subscription of {topic} at {self.address}: nameserver_stub filters by tags only, "
+                f"not by {expression.expression_type} ({expression.expression!r})",
+                "UNIMPLEMENTED",
+            )
+
+    def check_subscription(
+        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
+    ) -> None:
+        """Tag expressions pass (the stub filters by them); SQL92 is refused in one line."""
+        self._refuse_sql92(topic, expression)
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
         request = broker_pb2.GetConsumerListByGroupRequest(broker_name=broker, consumer_group=consumer_group)
@@ -265,6 +293,7 @@ class GrpcTransport:
             queue_offset=offset,
             max_msg_nums=max_messages,
             max_wait_ms=wait_ms,
+            sub_expression=self._tag_expressions.get((consumer_group, mq.topic), ""),
         )
 
         def finished(future: grpc.Future) -> None:
@@ -307,10 +336,20 @@ class GrpcTransport:
         return int(self._call("SearchOffsetByTimestamp", self._broker.SearchOffsetByTimestamp, request).offset)
 
     def send(
-        self, topic: str, broker: str, bodies: Sequence[bytes], queue_id: int | None = None
+        self,
+        topic: str,
+        broker: str,
+        bodies: Sequence[bytes],
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
+        user = dict(properties or {})
         request = broker_pb2.SendMessageRequest(
-            broker_name=broker, topic=topic, messages=[broker_pb2.MessageToSend(body=body) for body in bodies]
+            broker_name=broker,
+            topic=topic,
+            messages=[broker_pb2.MessageToSend(body=body, tags=tags, keys=keys, properties=user) for body in bodies],
         )
         if queue_id is not None:
             request.queue_id = queue_id

@@ -36,12 +36,14 @@ from rocket_rebalance.runtime.transport import (
     Message,
     PullResult,
     PullStatus,
+    SubscriptionRefusedError,
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting_admin import RemotingAdminReads
 from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
 from rocket_rebalance.runtime.transport.remoting_pool import int_field, parsed_body, stored_message, wire_error
 from rocket_rebalance.runtime.transport.remoting_producer import RemotingProducer
+from rocket_rebalance.subscription import TAG, SubscriptionExpression
 
 __all__ = ["RemotingTransport"]
 
@@ -55,6 +57,7 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
     def __init__(self, namesrv_addrs: Sequence[str], timeout: float = 5.0) -> None:
         super().__init__(namesrv_addrs, timeout)
         self.long_poll_ms = 15000
+        self._expression_types: dict[tuple[str, str], str] = {}  # (group, topic) -> TAG | SQL92, for the pulls
 
     def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
         topics = set(group.topics)
@@ -66,10 +69,47 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
             consume_type="CONSUME_PASSIVELY" if group.push else "CONSUME_ACTIVELY",
             message_model=group.message_model.value,
             consume_from_where=group.consume_from_where.value,
-            subscriptions=[bodies.Subscription(topic, "*", self._sub_version) for topic in sorted(topics)],
+            subscriptions=[self._subscription(group, topic) for topic in sorted(topics)],
         )
         for address in self._addresses(broker).values():
             self._ok(address, f"HEART_BEAT to {broker}", request(RequestCode.HEART_BEAT, body=body))
+
+    def _subscription(self, group: GroupRegistration, topic: str) -> bodies.Subscription:
+        """The topic's ``SubscriptionData`` as ``FilterAPI`` builds it; its type is remembered for the pulls, whose
+        ``expressionType`` Java fills from the same subscription."""
+        expression = group.expression(topic)
+        self._expression_types[(group.consumer_group, topic)] = expression.expression_type
+        return bodies.Subscription(topic, expression.sub_string, self._sub_version, expression.expression_type)
+
+    def check_subscription(
+        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
+    ) -> None:
+        """CHECK_CLIENT_CONFIG, as Java's ``checkClientInBroker`` sends it before a consumer starts (for non-TAG
+        expressions only: a broker accepts every TAG expression). The broker answers SYSTEM_ERROR when it does
+        not filter by properties, SUBSCRIPTION_PARSE_FAILED when the expression does not compile."""
+        if expression.expression_type == TAG:
+            return
+        address = self._master(broker)
+        subscription = bodies.Subscription(topic, expression.sub_string, self._sub_version, expression.expression_type)
+        command = request(
+            RequestCode.CHECK_CLIENT_CONFIG, body=bodies.encode_check_client(client_id, consumer_group, subscription)
+        )
+        answer = self._call(address, f"CHECK_CLIENT_CONFIG at {broker}", command)
+        remark = (answer.remark or "").strip().splitlines()
+        if answer.code == ResponseCode.SYSTEM_ERROR:
+            raise SubscriptionRefusedError(
+                f"broker {broker} at {address} does not filter by {expression.expression_type}: "
+                "set enablePropertyFilter=true in its broker config",
+                "FAILED_PRECONDITION",
+            )
+        if answer.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED:
+            raise SubscriptionRefusedError(
+                f"{expression.expression_type} expression {expression.expression!r} of topic {topic} does not "
+                f"compile at broker {broker}" + (f": {remark[0]}" if remark else ""),
+                "INVALID_ARGUMENT",
+            )
+        if answer.code != ResponseCode.SUCCESS:
+            raise wire_error(f"CHECK_CLIENT_CONFIG at {broker}", address, answer)
 
     def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
         ext = headers.unregister_client(client_id, consumer_group)
@@ -171,6 +211,7 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
             commit_offset=0,
             suspend_timeout_ms=wait_ms,
             sub_version=self._sub_version,
+            expression_type=self._expression_types.get((consumer_group, mq.topic), TAG),
         )
 
         def finished(answer: RemotingCommand | TransportError) -> None:

@@ -62,6 +62,7 @@ _CODE_NAMES: dict[int, str] = {
 
 T = TypeVar("T")
 
+
 def wire_error(name: str, address: str, answer: RemotingCommand) -> TransportError:
     """A non-success response as a TransportError naming the call, the address, the code and the remark."""
     try:

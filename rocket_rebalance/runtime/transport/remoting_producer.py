@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import RequestCode, headers, message, request
@@ -29,10 +29,20 @@ class RemotingProducer(RemotingPool):
         self._next_queue: dict[str, int] = {}
 
     def send(
-        self, topic: str, broker: str, bodies_: Sequence[bytes], queue_id: int | None = None
+        self,
+        topic: str,
+        broker: str,
+        bodies_: Sequence[bytes],
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
         """SEND_MESSAGE_V2 per body, one after another as Java's producer sends: the broker stores concurrent
-        requests in any order, and a queue's messages must keep the order they were given in."""
+        requests in any order, and a queue's messages must keep the order they were given in. ``tags``, ``keys``
+        and ``properties`` travel as Java's ``Message`` carries them (the broker derives the tag's hash code, by
+        which tag subscriptions are filtered, from ``TAGS``)."""
+        given = message.message_properties(tags, keys, properties)
         if queue_id is None:
             queue_id = self._next_queue.get(broker, 0)
             self._next_queue[broker] = queue_id + 1
@@ -41,8 +51,8 @@ class RemotingProducer(RemotingPool):
         mq = MessageQueue(topic, broker, queue_id)
         offsets: list[int] = []
         for body in bodies_:
-            properties = message.encode_properties({"UNIQ_KEY": uuid.uuid4().hex.upper(), "WAIT": "true"})
-            ext = headers.send_message_v2(PRODUCER_GROUP, mq, properties, born_timestamp_ms=int(time.time() * 1000))
+            encoded = message.encode_properties({**given, "UNIQ_KEY": uuid.uuid4().hex.upper(), "WAIT": "true"})
+            ext = headers.send_message_v2(PRODUCER_GROUP, mq, encoded, born_timestamp_ms=int(time.time() * 1000))
             answer = self._ok(address, f"SEND_MESSAGE_V2 to {mq}", request(RequestCode.SEND_MESSAGE_V2, ext, body))
             offsets.append(int_field(answer, "queueOffset", "SEND_MESSAGE_V2", address))
         return queue_id, offsets
