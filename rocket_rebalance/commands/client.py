@@ -48,7 +48,7 @@ class _Recorder:
         self._client_id = client_id
         self._lock = threading.Lock()
 
-    def record(self, mq: MessageQueue, offset: int, started: float, ended: float) -> None:
+    def record(self, mq: MessageQueue, offset: int, started: float, ended: float, tags: str = "") -> None:
         if self._file is None:
             return
         line = {
@@ -56,6 +56,7 @@ class _Recorder:
             "broker": mq.broker_name,
             "queue": mq.queue_id,
             "offset": offset,
+            "tags": tags,
             "client": self._client_id,
             "t0": started,
             "t1": ended,
@@ -84,7 +85,7 @@ def _run_consume(args: argparse.Namespace) -> int:
             started = time.time()
             if work:
                 time.sleep(work)
-            recorder.record(message.mq, message.queue_offset, started, time.time())
+            recorder.record(message.mq, message.queue_offset, started, time.time(), message.tags)
 
     def queues_changed(topic: str, mq_all: Sequence[MessageQueue], mq_divided: Sequence[MessageQueue]) -> None:
         _emit("owned", client=client_id, topic=topic, queues=_queue_names(mq_divided), total=len(mq_all))
@@ -102,7 +103,7 @@ def _run_consume(args: argparse.Namespace) -> int:
     consumer = PushConsumer(
         args.namesrv,
         args.group,
-        topics=args.topic,
+        topics=_subscriptions(args.topic, args.expressions),
         listener=listener,
         queue_listener=queues_changed,
         strategy=build_strategy(args.strategy or "AVG", args),
@@ -140,12 +141,57 @@ def _run_consume(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Expression(argparse.Action):
+    """``--tags`` and ``--sql`` append (type, expression) to one list, so their order across both is kept."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        kind = "SQL92" if option == "--sql" else "TAG"
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), (kind, values)])  # never the shared default
+
+
+def _subscriptions(topics: Sequence[str], expressions: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Topic to expression: the Nth ``--tags``/``--sql`` is the Nth ``-t``'s; none at all subscribes ``*``."""
+    from rocket_rebalance.subscription import SubscriptionExpression
+
+    if len(set(topics)) != len(topics):
+        raise CommandError(
+            f"-t names a topic twice: {', '.join(sorted(t for t in set(topics) if topics.count(t) > 1))}"
+        )
+    if not expressions:
+        return dict.fromkeys(topics, SubscriptionExpression())
+    if len(expressions) != len(topics):
+        raise CommandError(
+            f"{len(expressions)} --tags/--sql for {len(topics)} -t: give one per -t, in the same order (or none)"
+        )
+    return {
+        topic: SubscriptionExpression(text, kind).check()
+        for topic, (kind, text) in zip(topics, expressions, strict=True)
+    }
+
+
+def _properties(pairs: Sequence[str]) -> dict[str, str]:
+    """``--property NAME=VALUE`` pairs, checked as Java's ``putUserProperty`` checks them, on either wire."""
+    from rocket_rebalance.remoting.message import message_properties
+
+    properties: dict[str, str] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise CommandError(f"--property {pair!r}: expected NAME=VALUE")
+        properties[name] = value
+    message_properties(user=properties)
+    return properties
+
+
 def _run_produce(args: argparse.Namespace) -> int:
     from rocket_rebalance.runtime.transport import TransportError
     from rocket_rebalance.runtime.transport.wire import open_transport
 
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise CommandError("--count and --size must be >= 0 and --batch >= 1")
+    properties = _properties(args.property)
     transport = open_transport(args.namesrv, token=args.token)
     sent = 0
     try:
@@ -170,7 +216,10 @@ def _run_produce(args: argparse.Namespace) -> int:
         body = b"x" * args.size
         for (broker, queue_id), count in per_queue.items():
             for start in range(0, count, args.batch):
-                _, offsets = transport.send(args.topic, broker, [body] * min(args.batch, count - start), queue_id)
+                bodies = [body] * min(args.batch, count - start)
+                _, offsets = transport.send(
+                    args.topic, broker, bodies, queue_id, tags=args.tags, keys=args.keys, properties=properties
+                )
                 sent += len(offsets)  # what the broker acknowledged
     finally:
         transport.close()
@@ -253,6 +302,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_connection_options(consume, required=True)
     consume.add_argument("-g", "--group", required=True, help="consumer group")
     consume.add_argument("-t", "--topic", required=True, action="append", help="topic to consume (repeatable)")
+    for option, example, what in (
+        ("--tags", "TagA || TagB", "tags"),
+        ("--sql", "a > 5", "an SQL92 condition over message properties (brokers need enablePropertyFilter=true)"),
+    ):
+        consume.add_argument(
+            option,
+            dest="expressions",
+            action=_Expression,
+            default=[],
+            metavar="EXPR",
+            help=f"subscribe by {what}, e.g. {example!r}; repeatable: the Nth --tags/--sql applies to the Nth -t "
+            "(give one per -t or none; without any, every topic is '*'). Every member of a group must subscribe "
+            "alike.",
+        )
     add_strategy_options(consume, repeatable=False)
     consume.add_argument("--orderly", action="store_true", help="consume each queue in order, holding its lock")
     consume.add_argument("--broadcast", action="store_true", help="every consumer takes every queue")
@@ -285,6 +348,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     produce.add_argument("--size", type=int, default=64, help="body bytes per message")
     produce.add_argument("--batch", type=int, default=32, help="messages per send request")
     produce.add_argument("--create", type=int, metavar="N", help="create the topic first, N queues on every broker")
+    produce.add_argument("--tags", default="", help="the messages' tag (what --tags of consume filters by)")
+    produce.add_argument("--keys", default="", help="the messages' keys, space-separated")
+    produce.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a user property (repeatable; what --sql of consume filters by)",
+    )
     produce.set_defaults(handler=_run_produce)
 
     progress = subparsers.add_parser("consumer-progress", help="per queue: broker and consumer offsets, diff, owner")
