@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -269,7 +269,10 @@ class BrokerProcess(_JvmProcess):
     logback = "rmq.broker.logback.xml"
     heap = ("-Xms256m", "-Xmx512m")
 
-    def __init__(self, lib: Path, run_dir: Path, broker_name: str, namesrv: str) -> None:
+    def __init__(
+        self, lib: Path, run_dir: Path, broker_name: str, namesrv: str, settings: Mapping[str, str] | None = None
+    ) -> None:
+        """``settings`` are further ``broker.conf`` entries (``{"enablePropertyFilter": "true"}``), over the lab's."""
         self.port = free_port((-2, 0, 1))  # main port, fast port (P-2) and HA port (P+1)
         self.broker_name = broker_name
         self.store = _store_root(run_dir) / broker_name
@@ -299,6 +302,7 @@ class BrokerProcess(_JvmProcess):
                 "autoCreateSubscriptionGroup": "true",
                 "loadBalancePollNameServerInterval": "1000",  # QUERY_ASSIGNMENT's route cache
                 "diskMaxUsedSpaceRatio": "95",
+                **(settings or {}),
             },
         )
 
@@ -316,8 +320,16 @@ class BrokerProcess(_JvmProcess):
 class RocketMQCluster:
     """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all."""
 
-    def __init__(self, work_dir: Path, brokers: Sequence[str] = ("broker-a",), version: str | None = None) -> None:
+    def __init__(
+        self,
+        work_dir: Path,
+        brokers: Sequence[str] = ("broker-a",),
+        version: str | None = None,
+        broker_settings: Mapping[str, str] | None = None,
+    ) -> None:
+        """``broker_settings``: further ``broker.conf`` entries for every broker (see :class:`BrokerProcess`)."""
         self.work_dir = work_dir
+        self.broker_settings = dict(broker_settings or {})
         self.broker_names = list(brokers)
         self.version = _version(version)
         self.lib: Path | None = None
@@ -331,7 +343,9 @@ class RocketMQCluster:
         self.namesrv = NameServerProcess(self.lib, self.work_dir)
         self.namesrv.start()
         for name in self.broker_names:
-            self.brokers[name] = BrokerProcess(self.lib, self.work_dir, name, self.namesrv.address)
+            self.brokers[name] = BrokerProcess(
+                self.lib, self.work_dir, name, self.namesrv.address, self.broker_settings
+            )
         with ThreadPoolExecutor(len(self.brokers)) as pool:  # brokers boot in parallel: ~5 s each on 2 cores
             starting = [pool.submit(broker.start) for broker in self.brokers.values()]
         failures = [error for error in (f.exception() for f in starting) if error is not None]
@@ -451,6 +465,8 @@ class JavaPeer:
         work_ms: int = 0,
         wait_interval_ms: int = 2000,
         consume_from: str = "first",
+        tags: str | None = None,
+        sql: str | None = None,
     ) -> None:
         self.client_id = f"127.0.0.1@{instance}"
         self.allocation: dict[str, frozenset[tuple[str, int]]] = {}
@@ -466,6 +482,10 @@ class JavaPeer:
         args += ["--strategy", strategy, "--work-ms", str(work_ms), "--consume-from", consume_from]
         if orderly:
             args.append("--orderly")
+        if tags is not None:
+            args += ["--tags", tags]
+        if sql is not None:
+            args += ["--sql", sql]
         wait = f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}"
         command = _client_jvm(lib, home, "rmq.client.logback.xml", wait)
         command += [str(JAVA_DIR / "Peer.java"), *args]

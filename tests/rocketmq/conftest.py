@@ -7,7 +7,7 @@ Without Java or Maven these tests fail with one line saying what is missing; a d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -17,8 +17,12 @@ from rocket_rebalance.lab.rocketmq import RocketMQCluster, RocketMQUnavailable
 SKIP_ENV = "ROCKET_REBALANCE_SKIP_ROCKETMQ"
 
 
-def start_cluster(work_dir: Path, brokers: tuple[str, ...] = ("broker-a", "broker-b")) -> RocketMQCluster:
-    cluster = RocketMQCluster(work_dir, brokers)
+def start_cluster(
+    work_dir: Path,
+    brokers: tuple[str, ...] = ("broker-a", "broker-b"),
+    broker_settings: Mapping[str, str] | None = None,
+) -> RocketMQCluster:
+    cluster = RocketMQCluster(work_dir, brokers, broker_settings=broker_settings)
     try:
         cluster.start()
     except RocketMQUnavailable as error:

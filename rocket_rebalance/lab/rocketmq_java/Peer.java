@@ -3,7 +3,8 @@
 // queues each time its allocation changes), "MSG <json>" (one per consumed message, with the times its work began
 // and ended) and "STOPPED <json>" after a graceful shutdown (SIGTERM). Run with the fetched jars on the class path:
 //   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
-//        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10]
+//        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10] [--tags EXPR | --sql EXPR]
+// (--tags / --sql: every --topic is subscribed with that tag or SQL92 expression instead of "*").
 // The instance name may carry backslash-u escapes of UTF-16 units (non-ASCII IDs survive any locale that way).
 import java.util.*;
 import org.apache.rocketmq.client.consumer.*;
@@ -78,7 +79,10 @@ public class Peer {
                 break;
             default: throw new IllegalArgumentException("unknown strategy " + strategy);
         }
-        for (String topic : o.get("topic")) consumer.subscribe(topic, "*");
+        for (String topic : o.get("topic")) {
+            if (o.containsKey("sql")) consumer.subscribe(topic, MessageSelector.bySql(o.get("sql").get(0)));
+            else consumer.subscribe(topic, o.getOrDefault("tags", List.of("*")).get(0));
+        }
         String id = quote("127.0.0.1@" + instance);
         consumer.setMessageQueueListener((topic, all, mine) ->
             emit("ALLOC", "{\"client\":" + id + ",\"topic\":" + quote(topic) + ",\"queues\":" + queues(mine) + "}"));
@@ -112,7 +116,7 @@ public class Peer {
             double t1 = System.currentTimeMillis() / 1000.0;
             emit("MSG", "{\"client\":" + id + ",\"topic\":" + quote(m.getTopic()) + ",\"broker\":" + quote(m.getBrokerName())
                 + ",\"queue\":" + m.getQueueId() + ",\"offset\":" + m.getQueueOffset() + ",\"msgId\":" + quote(m.getMsgId())
-                + ",\"reconsumeTimes\":" + m.getReconsumeTimes() + ",\"t0\":" + t0 + ",\"t1\":" + t1 + "}");
+                + ",\"tags\":" + quote(m.getTags() == null ? "" : m.getTags()) + ",\"reconsumeTimes\":" + m.getReconsumeTimes() + ",\"t0\":" + t0 + ",\"t1\":" + t1 + "}");
         }
     }
 }
