@@ -122,6 +122,15 @@ class SubscriptionExpression:
             )
         return self
 
+    def filters_like(self, other: SubscriptionExpression) -> bool:
+        """Whether a broker filters by ``other`` as by this one: the same tag set (or both ``*``), however the
+        text is spaced or ordered; an SQL92 expression only as the same text."""
+        if self.expression_type != other.expression_type:
+            return False
+        if self.expression_type != TAG:
+            return self.expression == other.expression
+        return self.is_all == other.is_all and set(self.tags) == set(other.tags)
+
     def accepts(self, tags: str) -> bool:
         """The client-side re-filter (``PullAPIWrapper.processPullResult``): with a tag set, a message is kept only
         when its ``TAGS`` property is one of the tags (a message without tags is not); otherwise everything is kept,

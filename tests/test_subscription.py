@@ -110,3 +110,21 @@ def test_topics_as_a_list_subscribe_everything_and_as_a_mapping_their_expression
         subscriptions_from("Orders")
     with pytest.raises(ExpressionError):
         subscriptions_from({"A": "||"})
+
+
+@given(st.lists(tag_text, max_size=5), st.lists(tag_text, max_size=5), separators, separators)
+def test_expressions_filter_alike_when_their_tag_sets_are_equal(
+    first: list[str], second: list[str], sep_a: str, sep_b: str
+) -> None:
+    """The group-consistency check compares what the broker filters by, not the text: spacing and order differ
+    between members' expressions without changing a thing; SQL92 expressions are compared whole."""
+    a, b = SubscriptionExpression(sep_a.join(first)), SubscriptionExpression(sep_b.join(second))
+    if a.java_error or b.java_error:
+        return
+    assert a.filters_like(b) == (a.is_all == b.is_all and set(a.tags) == set(b.tags))
+    reordered = SubscriptionExpression(" || ".join(reversed(a.tags)) or a.sub_string)
+    assert a.filters_like(reordered)
+    assert not a.filters_like(SubscriptionExpression(a.sub_string, SQL92))
+    sql = SubscriptionExpression("a > 5", SQL92)
+    assert sql.filters_like(SubscriptionExpression("a > 5", SQL92))
+    assert not sql.filters_like(SubscriptionExpression("a > 6", SQL92))

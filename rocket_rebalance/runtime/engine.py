@@ -103,6 +103,7 @@ __all__ = [
     "MemberListTooLongError",
     "MessageListener",
     "QueueListener",
+    "SubscriptionMismatchError",
 ]
 
 log = logging.getLogger("rocket_rebalance.runtime")
@@ -150,6 +151,11 @@ def _some(queues: Sequence[MessageQueue], shown: int = 5) -> str:
     """The first few queues of a report, and how many more: a report must stay one readable line."""
     more = f" and {len(queues) - shown} more" if len(queues) > shown else ""
     return ", ".join(map(str, queues[:shown])) + more
+
+
+class SubscriptionMismatchError(Exception):
+    """The group's subscription table at a broker holds another expression for one of our topics than ours
+    (given to ``on_error``; see :meth:`Engine._check_subscriptions`)."""
 
 
 class ClientIdSharedError(Exception):
@@ -738,12 +744,46 @@ class Engine:
             expressions=self.expressions,
         )
         for broker in self._brokers() if brokers is None else brokers:
+            self._check_subscriptions(broker, topics)
             try:
                 self.transport.heartbeat(broker, self.config.client_id, registration)
             except TransportError as error:
                 self.health.failed(f"heartbeat to {broker}", error)
             else:
                 self.health.ok(f"heartbeat to {broker}")
+
+    def _check_subscriptions(self, broker: str, topics: Iterable[str]) -> None:
+        """Compare the group's subscription table at ``broker`` with ours, just before our heartbeat rewrites it:
+        the broker filters every member's pulls by that one table, so a member subscribing otherwise (``*`` beside
+        ``TagA``, or other tags) makes the broker withhold messages from some members, which are then lost to the
+        group. Reported per topic until a later look finds the table alike (RocketMQ's "inconsistent
+        subscription"; mqadmin only says "different subscription", this names what differs)."""
+        kind = f"subscription check at {broker}"
+        try:
+            table = self.transport.subscription_table(broker, self.config.consumer_group)
+        except TransportError as error:
+            self.health.failed(kind, error)
+            return
+        self.health.ok(kind)
+        for topic in topics:
+            ours = self.expressions.get(topic) or SubscriptionExpression()
+            row = table.get(topic)
+            topic_kind = f"subscription of {topic}"
+            if row is None or (row.expression.filters_like(ours) and not row.ours):
+                self.health.ok(topic_kind)  # nobody else's, or another member's and alike
+                continue
+            if row.expression.filters_like(ours):
+                continue  # our own heartbeat's row: it says nothing of the other members, so a report stands
+            self.health.failed(
+                topic_kind,
+                SubscriptionMismatchError(
+                    f"group {self.config.consumer_group} subscribes {topic} with {str(row.expression)!r} at "
+                    f"{broker}, this consumer with {str(ours)!r}: the broker filters every member's pulls by one of "
+                    "them, so messages that only one expression accepts are lost to the group; subscribe every "
+                    "member alike"
+                ),
+                logging.ERROR,
+            )
 
     def _lock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
         try:

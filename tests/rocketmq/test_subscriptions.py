@@ -1,7 +1,8 @@
 """Tag and SQL92 subscriptions on a real RocketMQ 5.3.3, in a group of two Python consumers and one Java consumer
 (Peer.java) subscribing alike: every matching message is consumed exactly once across the group and no other. A
 broker without ``enablePropertyFilter`` refuses an SQL92 consumer at start in one line naming the broker and the
-setting; a malformed SQL92 expression is one line naming the expression."""
+setting; a malformed SQL92 expression is one line naming the expression. A member whose group subscribes otherwise
+at the broker says so."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import ConsumeFromWhere
 from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.engine import SubscriptionMismatchError
 from rocket_rebalance.runtime.transport import Message, SubscriptionRefusedError
 from rocket_rebalance.subscription import SQL92, SubscriptionExpression
 from tests.rocketmq.conftest import start_cluster
@@ -149,3 +151,36 @@ def test_a_malformed_sql92_expression_is_named(filtering_rocketmq: RocketMQClust
         consumer.start()
     assert repr(bad) in str(refused.value) and "\n" not in str(refused.value)
     consumer.transport.close()
+
+
+def test_a_member_beside_a_java_member_that_subscribes_otherwise_says_so(
+    rocketmq: RocketMQCluster, tmp_path: Path
+) -> None:
+    """Issue 20, item 2 on the real broker: the Java member (started last, so its subscription version is the
+    newest and the broker keeps its row) subscribes everything, ours ``A``; ours names the topic and both."""
+    topic = new_topic(rocketmq, "Mismatch", 2)
+    group = "GID_Mismatch"
+    errors: list[tuple[str, Exception]] = []
+    ours = PushConsumer(
+        rocketmq.namesrv_address,
+        group,
+        topics={topic: "A"},
+        listener=Taken(),
+        client_id="127.0.0.1@py-mismatch",
+        heartbeat_interval=1.0,
+        on_error=lambda kind, error: errors.append((kind, error)),
+    )
+    assert rocketmq.lib is not None
+    peer = JavaPeer(rocketmq.lib, tmp_path, rocketmq.namesrv_address, group, "java-mismatch", [topic])
+    try:
+        ours.start()
+        wait_until(lambda: bool(peer.owned(topic)), 90, "the Java member holds a share")
+        wait_until(
+            lambda: any(isinstance(e, SubscriptionMismatchError) for _, e in errors), 30, "the mismatch is named"
+        )
+        said = next(str(e) for _, e in errors if isinstance(e, SubscriptionMismatchError))
+        assert topic in said and "'*'" in said and "'A'" in said and group in said, said
+        assert f"subscription of {topic}" in ours.describe()["problems"]
+    finally:
+        ours.shutdown(15)
+        peer.stop()

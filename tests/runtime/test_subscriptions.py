@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.engine import SubscriptionMismatchError
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     GroupRegistration,
@@ -58,7 +59,7 @@ class Taken:
 
 
 def consumer(address: str, taken: Taken, **extra: Any) -> PushConsumer:
-    return PushConsumer(address, "GID_tags", listener=taken, client_id="c1", **{**FAST, **extra})
+    return PushConsumer(address, "GID_tags", listener=taken, **{"client_id": "c1", **FAST, **extra})
 
 
 def committed(address: str) -> int:
@@ -119,3 +120,41 @@ def test_the_stub_wire_refuses_sql92_at_start_in_one_line(start_stub: StartStub)
         c.start()
     assert "tags only" in str(refused.value) and "\n" not in str(refused.value)
     c.transport.close()
+
+
+def test_a_member_whose_group_subscribes_otherwise_at_the_broker_says_so(start_stub: StartStub) -> None:
+    """Issue 20, item 2: a broker filters a group's pulls by one subscription table, written by the members'
+    heartbeats; a member whose expression differs from the table's hears of it (health, on_error), by topic."""
+    address = GRPC_SCHEME + start_stub().address
+    errors: list[tuple[str, Exception]] = []
+    other = consumer(address, Taken(), topics={"TopicTest": "A || B"}, client_id="c0")
+    other.start()
+    try:
+        wait_for(lambda: bool(other.owned_queues().get("TopicTest")))
+        assert not [kind for kind in other.describe()["problems"] if "subscription" in kind]
+        mine = consumer(address, Taken(), topics={"TopicTest": "C"}, on_error=lambda k, e: errors.append((k, e)))
+        mine.start()
+        try:
+            wait_for(lambda: any(isinstance(e, SubscriptionMismatchError) for _, e in errors))
+            said = next(str(e) for _, e in errors if isinstance(e, SubscriptionMismatchError))
+            assert "TopicTest" in said and "'C'" in said and "GID_tags" in said, said
+            assert any("subscription of TopicTest" in kind for kind in mine.describe()["problems"])
+        finally:
+            mine.shutdown(10)
+    finally:
+        other.shutdown(10)
+
+
+def test_members_that_subscribe_alike_report_nothing(start_stub: StartStub) -> None:
+    address = GRPC_SCHEME + start_stub().address
+    errors: list[tuple[str, Exception]] = []
+    first = consumer(address, Taken(), topics={"TopicTest": "A || B"}, client_id="c0")
+    second = consumer(address, Taken(), topics={"TopicTest": "B||A"}, on_error=lambda k, e: errors.append((k, e)))
+    first.start()
+    second.start()
+    try:
+        wait_for(lambda: bool(first.owned_queues().get("TopicTest")) and bool(second.owned_queues().get("TopicTest")))
+        assert not [e for _, e in errors if isinstance(e, SubscriptionMismatchError)]
+    finally:
+        first.shutdown(10)
+        second.shutdown(10)

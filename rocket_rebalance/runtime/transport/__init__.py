@@ -27,7 +27,7 @@ from rocket_rebalance.model import (
     MessageQueue,
 )
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.subscription import SubscriptionExpression
+from rocket_rebalance.subscription import TAG, ExpressionError, SubscriptionExpression
 
 __all__ = [
     "GRPC_SCHEME",
@@ -36,6 +36,7 @@ __all__ = [
     "ConnectionRow",
     "ConsumerReport",
     "GroupRegistration",
+    "GroupSubscription",
     "Message",
     "NotificationStream",
     "ProgressRow",
@@ -46,6 +47,7 @@ __all__ = [
     "SubscriptionRefusedError",
     "Transport",
     "TransportError",
+    "reported_expression",
     "running_info_properties",
 ]
 
@@ -66,6 +68,24 @@ class SubscriptionRefusedError(TransportError):
     """A broker refuses a subscription expression at the consumer's start (CHECK_CLIENT_CONFIG): it does not filter
     by that expression type (``enablePropertyFilter=false``), or the expression does not compile. Not retried: the
     consumer cannot start with it."""
+
+
+@dataclass(frozen=True)
+class GroupSubscription:
+    """One topic's row of a group's subscription table at a broker. ``ours``: the row carries this transport's
+    subscription version, so it was (most likely) written by our own heartbeat and says nothing of the others."""
+
+    expression: SubscriptionExpression
+    ours: bool
+
+
+def reported_expression(sub_string: str, expression_type: str, where: str) -> SubscriptionExpression:
+    """An expression as a server reports it (``""`` meaning ``*`` and TAG, as Java normalises them); one we cannot
+    read is the server's error, named by ``where``."""
+    try:
+        return SubscriptionExpression(sub_string or "*", expression_type or TAG)
+    except ExpressionError as error:
+        raise TransportError(f"{where}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -273,6 +293,11 @@ class Transport(Protocol):
     def unregister(self, broker: str, client_id: str, consumer_group: str) -> None: ...
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]: ...
+
+    def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
+        """The group's subscription table at ``broker``: the one expression per topic the broker filters every
+        member's pulls by, written by the members' heartbeats (empty when the group is not online there)."""
+        ...
 
     def check_subscription(
         self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression

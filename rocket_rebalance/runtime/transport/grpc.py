@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -36,6 +37,7 @@ from rocket_rebalance.runtime.transport import (
     ConnectionRow,
     ConsumerReport,
     GroupRegistration,
+    GroupSubscription,
     Message,
     NotificationStream,
     ProgressRow,
@@ -44,6 +46,7 @@ from rocket_rebalance.runtime.transport import (
     QueueRunInfo,
     SubscriptionRefusedError,
     TransportError,
+    reported_expression,
     running_info_properties,
 )
 from rocket_rebalance.subscription import TAG, SubscriptionExpression
@@ -161,6 +164,7 @@ class GrpcTransport:
         self.address = address
         self.long_poll_ms = 1000
         self._timeout = timeout
+        self._sub_version = time.time_ns() // 1000  # as Java's millisecond version, finer: consumers of one process
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._channel = grpc.insecure_channel(address)
         self._namesrv = namesrv_pb2_grpc.NameServerStub(self._channel)
@@ -196,7 +200,9 @@ class GrpcTransport:
             else common_pb2.MESSAGE_MODEL_BROADCASTING,
             consume_from_where=_CONSUME_FROM[group.consume_from_where],
             subscriptions=[
-                common_pb2.SubscriptionData(topic=topic, sub_string=self._tag_expression(group, topic))
+                common_pb2.SubscriptionData(
+                    topic=topic, sub_string=self._tag_expression(group, topic), sub_version=self._sub_version
+                )
                 for topic in group.topics
             ],
         )
@@ -230,6 +236,22 @@ class GrpcTransport:
     ) -> None:
         """Tag expressions pass (the stub filters by them); SQL92 is refused in one line."""
         self._refuse_sql92(topic, expression)
+
+    def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
+        request = admin_pb2.ConsumerConnectionRequest(consumer_group=consumer_group, broker_name=broker)
+        try:
+            answer = self._call("ConsumerConnection", self._admin.ConsumerConnection, request)
+        except TransportError as error:
+            if error.code == "NOT_FOUND":
+                return {}  # the group is not online there
+            raise
+        where = f"ConsumerConnection {consumer_group} at {broker}"
+        return {
+            s.topic: GroupSubscription(
+                reported_expression(s.sub_string, s.expression_type, where), s.sub_version == self._sub_version
+            )
+            for s in answer.subscription_table
+        }
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
         request = broker_pb2.GetConsumerListByGroupRequest(broker_name=broker, consumer_group=consumer_group)

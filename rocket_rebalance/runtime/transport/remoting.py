@@ -33,11 +33,13 @@ from rocket_rebalance.remoting import (
 )
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
+    GroupSubscription,
     Message,
     PullResult,
     PullStatus,
     SubscriptionRefusedError,
     TransportError,
+    reported_expression,
 )
 from rocket_rebalance.runtime.transport.remoting_admin import RemotingAdminReads
 from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
@@ -124,6 +126,23 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
             request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, headers.get_consumer_list(consumer_group)),
         )
         return parsed_body(bodies.parse_consumer_list, answer, name)
+
+    def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
+        """GET_CONSUMER_CONNECTION_LIST's ``subscriptionTable`` (what ``mqadmin consumerConnection`` prints)."""
+        name = f"GET_CONSUMER_CONNECTION_LIST {consumer_group} at {broker}"
+        ext = headers.get_consumer_connection_list(consumer_group)
+        answer = self._call(self._master(broker), name, request(RequestCode.GET_CONSUMER_CONNECTION_LIST, ext))
+        if answer.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            return {}
+        if answer.code != ResponseCode.SUCCESS:
+            raise wire_error(name, self._master(broker), answer)
+        table = parsed_body(bodies.parse_consumer_connection, answer, name).subscriptions
+        return {
+            topic: GroupSubscription(
+                reported_expression(sub.sub_string, sub.expression_type, name), sub.sub_version == self._sub_version
+            )
+            for topic, sub in table.items()
+        }
 
     def query_offsets(
         self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
