@@ -7,8 +7,8 @@ sorts them (UTF-16 code units, not code points: the two differ for characters be
 followed by the body's bytes; Base64. The broker recomputes it from the fields it received, so the fields must be
 signed exactly as they are sent: signing is the last thing done to a request.
 
-The secret key never leaves :class:`AclCredentials`: its ``repr`` and ``str`` show the access key only, because a
-credentials object ends up in tracebacks, ``describe()`` output and log lines.
+The credentials themselves are :class:`rocket_rebalance.model.AclCredentials` (wire-neutral, so code written
+against the transport interface can hold them without loading this codec).
 """
 
 from __future__ import annotations
@@ -17,38 +17,16 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.remoting.frame import RemotingCommand
 
-__all__ = ["ACCESS_KEY", "SECURITY_TOKEN", "SIGNATURE", "AclCredentials", "sign", "signature"]
+__all__ = ["ACCESS_KEY", "SECURITY_TOKEN", "SIGNATURE", "sign", "signature"]
 
 ACCESS_KEY = "AccessKey"
 SECURITY_TOKEN = "SecurityToken"
 SIGNATURE = "Signature"
-
-
-@dataclass(frozen=True)
-class AclCredentials:
-    """An access key and its secret (and, for temporary credentials, a security token), as Java's
-    ``SessionCredentials``. Blank keys are refused here: the Java client would silently not sign at all."""
-
-    access_key: str
-    secret_key: str = field(repr=False)
-    security_token: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        for name in ("access_key", "secret_key"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-            if not value.strip():
-                raise ValueError(f"{name} must not be blank")
-        if self.security_token is not None and not isinstance(self.security_token, str):
-            raise TypeError(f"security_token must be a str or None, got {type(self.security_token).__name__}")
-
-    def __str__(self) -> str:
-        return f"access key {self.access_key}"
 
 
 def _java_order(key: str) -> bytes:

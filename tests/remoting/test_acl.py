@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.remoting import RequestCode, request
-from rocket_rebalance.remoting.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, AclCredentials, sign, signature
+from rocket_rebalance.remoting.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, sign, signature
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "acl_signature_cases.jsonl"
 CASES: list[dict[str, Any]] = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]

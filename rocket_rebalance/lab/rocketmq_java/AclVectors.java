@@ -1,7 +1,7 @@
 // Records ACL request signatures from the real Java client: each stdin line is one request, tab-separated Base64
 // fields "accessKey secretKey securityToken|- body key:value...", where each key and value of a header field is
 // Base64 too; each stdout line "SIG <signature>" is the Signature that rocketmq-client's AclClientRPCHook adds to that request
-// (after adding AccessKey and SecurityToken itself). Run by tools/record_acl_vectors.py with the jars on the class
+// (after adding AccessKey and SecurityToken itself). Run by rocket_rebalance/lab/acl_vectors.py with the jars on the class
 // path:  java -cp "lib/*" AclVectors.java < cases.txt
 import java.io.*;
 import java.nio.charset.StandardCharsets;

@@ -6,7 +6,7 @@ characters beyond U+FFFF whose UTF-16 order differs from code-point order, empty
 rocketmq-client's ``AclClientRPCHook`` (jars from Maven Central via ``ensure_jars``), and writes one JSON object a
 line: the credentials, the fields, the Base64 body and Java's signature.
 
-Usage: ``python tools/record_acl_vectors.py [--cases 300] [--out tests/golden/acl_signature_cases.jsonl]``
+Usage: ``python -m rocket_rebalance.lab.acl_vectors [--cases 300] [--out tests/golden/acl_signature_cases.jsonl]``
 (needs Java 17 and Maven, as the real-RocketMQ tests do).
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from rocket_rebalance.lab.rocketmq import JAVA_DIR, ensure_jars
 
 SEED = 20261124
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALPHABETS = [
     "abcdefghijklmnopqrstuvwxyz",
     "ABCXYZ0123456789_-%|:;,.",
@@ -71,6 +71,7 @@ def _line(case: dict[str, object]) -> str:
 
 
 def main() -> None:
+    """Record the cases (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "golden" / "acl_signature_cases.jsonl")
