@@ -24,11 +24,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
@@ -269,7 +270,9 @@ class BrokerProcess(_JvmProcess):
     logback = "rmq.broker.logback.xml"
     heap = ("-Xms256m", "-Xmx512m")
 
-    def __init__(self, lib: Path, run_dir: Path, broker_name: str, namesrv: str) -> None:
+    def __init__(
+        self, lib: Path, run_dir: Path, broker_name: str, namesrv: str, extra: Mapping[str, str] | None = None
+    ) -> None:
         self.port = free_port((-2, 0, 1))  # main port, fast port (P-2) and HA port (P+1)
         self.broker_name = broker_name
         self.store = _store_root(run_dir) / broker_name
@@ -299,6 +302,7 @@ class BrokerProcess(_JvmProcess):
                 "autoCreateSubscriptionGroup": "true",
                 "loadBalancePollNameServerInterval": "1000",  # QUERY_ASSIGNMENT's route cache
                 "diskMaxUsedSpaceRatio": "95",
+                **(extra or {}),  # a test's own settings (ACL, TLS ...) win over these
             },
         )
 
@@ -314,10 +318,22 @@ class BrokerProcess(_JvmProcess):
 
 
 class RocketMQCluster:
-    """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all."""
+    """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all.
 
-    def __init__(self, work_dir: Path, brokers: Sequence[str] = ("broker-a",), version: str | None = None) -> None:
+    ``broker_config`` adds settings to every broker's config file (ACL, TLS ...); ``credentials`` are what the
+    cluster's own transport (topic creation, readiness checks) signs with when the brokers want ACL."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        brokers: Sequence[str] = ("broker-a",),
+        version: str | None = None,
+        broker_config: Mapping[str, str] | None = None,
+        credentials: AclCredentials | None = None,
+    ) -> None:
         self.work_dir = work_dir
+        self.broker_config = dict(broker_config or {})
+        self.credentials = credentials
         self.broker_names = list(brokers)
         self.version = _version(version)
         self.lib: Path | None = None
@@ -331,7 +347,7 @@ class RocketMQCluster:
         self.namesrv = NameServerProcess(self.lib, self.work_dir)
         self.namesrv.start()
         for name in self.broker_names:
-            self.brokers[name] = BrokerProcess(self.lib, self.work_dir, name, self.namesrv.address)
+            self.brokers[name] = BrokerProcess(self.lib, self.work_dir, name, self.namesrv.address, self.broker_config)
         with ThreadPoolExecutor(len(self.brokers)) as pool:  # brokers boot in parallel: ~5 s each on 2 cores
             starting = [pool.submit(broker.start) for broker in self.brokers.values()]
         failures = [error for error in (f.exception() for f in starting) if error is not None]
@@ -351,7 +367,7 @@ class RocketMQCluster:
         return self._started_namesrv().address
 
     def transport(self) -> RemotingTransport:
-        return RemotingTransport([self.namesrv_address])
+        return RemotingTransport([self.namesrv_address], credentials=self.credentials)
 
     def wait_registered(self, names: Sequence[str] | None = None, timeout: float = BOOT_TIMEOUT) -> None:
         """Until the NameServer's cluster info lists each broker at its address."""
@@ -451,6 +467,7 @@ class JavaPeer:
         work_ms: int = 0,
         wait_interval_ms: int = 2000,
         consume_from: str = "first",
+        credentials: AclCredentials | None = None,
     ) -> None:
         self.client_id = f"127.0.0.1@{instance}"
         self.allocation: dict[str, frozenset[tuple[str, int]]] = {}
@@ -471,8 +488,19 @@ class JavaPeer:
         command += [str(JAVA_DIR / "Peer.java"), *args]
         safe = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in instance)
         self._stderr = (run_dir / f"java-{safe}.err").open("ab")
+        env = dict(os.environ)
+        for name in ("ROCKETMQ_ACCESS_KEY", "ROCKETMQ_SECRET_KEY"):
+            env.pop(name, None)
+        if credentials is not None:  # through the environment, as our CLI takes them: never on a command line
+            env.update(ROCKETMQ_ACCESS_KEY=credentials.access_key, ROCKETMQ_SECRET_KEY=credentials.secret_key)
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8", errors="replace"
+            command,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
         )
         threading.Thread(target=self._follow, daemon=True).start()
 
@@ -519,9 +547,21 @@ class JavaPeer:
         self._stderr.close()
 
 
-def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0) -> str:
-    """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line."""
+def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0, credentials: AclCredentials | None = None) -> str:
+    """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line.
+    With ``credentials``, mqadmin signs its requests with them (it reads them from ``conf/tools.yml`` under its
+    home, as an operator configures it)."""
     home.mkdir(parents=True, exist_ok=True)
+    tools_yml = home / "conf" / "tools.yml"
+    if credentials is not None:
+        tools_yml.parent.mkdir(exist_ok=True)
+        tools_yml.write_text(
+            f"accessKey: {json.dumps(credentials.access_key)}\nsecretKey: {json.dumps(credentials.secret_key)}\n",
+            encoding="utf-8",
+        )
+        tools_yml.chmod(0o600)
+    else:
+        tools_yml.unlink(missing_ok=True)
     command = [*_client_jvm(lib, home, "rmq.tools.logback.xml", f"-Drocketmq.home.dir={home}"), MQADMIN_MAIN, *args]
     done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
     output = done.stdout + done.stderr

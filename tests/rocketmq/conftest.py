@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,11 @@ from rocket_rebalance.lab.rocketmq import RocketMQCluster, RocketMQUnavailable
 SKIP_ENV = "ROCKET_REBALANCE_SKIP_ROCKETMQ"
 
 
-def start_cluster(work_dir: Path, brokers: tuple[str, ...] = ("broker-a", "broker-b")) -> RocketMQCluster:
-    cluster = RocketMQCluster(work_dir, brokers)
+def start_cluster(
+    work_dir: Path, brokers: tuple[str, ...] = ("broker-a", "broker-b"), **options: Any
+) -> RocketMQCluster:
+    """A started cluster (``options`` as :class:`RocketMQCluster` takes them), or the test failed in one line."""
+    cluster = RocketMQCluster(work_dir, brokers, **options)
     try:
         cluster.start()
     except RocketMQUnavailable as error:
