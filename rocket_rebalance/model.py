@@ -18,10 +18,12 @@ import struct
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
 
 __all__ = [
+    "AclCredentials",
     "JAVA_INT_MAX",
     "MAX_GROUP_MEMBERS",
     "MAX_TOPIC_QUEUES",
@@ -394,3 +396,29 @@ def dead_letter_topic(group: str) -> str:
     """Where the broker moves a message of ``group`` reconsumed too often: ``%DLQ%<group>`` (Java's
     ``MixAll.getDLQTopic``)."""
     return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+@dataclass(frozen=True)
+class AclCredentials:
+    """RocketMQ ACL credentials: an access key and its secret (and, for temporary credentials, a security token),
+    as Java's ``SessionCredentials``; the remoting wire signs every request with them
+    (:mod:`rocket_rebalance.remoting.acl`). Blank keys are refused here: the Java client would silently not sign.
+    The secret and the token never show: ``repr`` and ``str`` name the access key only, because a credentials
+    object ends up in tracebacks, ``describe()`` output and log lines."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+    security_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("access_key", "secret_key"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+            if not value.strip():
+                raise ValueError(f"{name} must not be blank")
+        if self.security_token is not None and not isinstance(self.security_token, str):
+            raise TypeError(f"security_token must be a str or None, got {type(self.security_token).__name__}")
+
+    def __str__(self) -> str:
+        return f"access key {self.access_key}"

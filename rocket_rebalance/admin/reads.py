@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ProgressRow, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport
@@ -34,8 +35,10 @@ class ServerError(OSError):
 
 
 @contextmanager
-def _transport(address: str, token: str | None, timeout: float) -> Iterator[AdminTransport]:
-    transport = open_transport(address, token=token, timeout=timeout)
+def _transport(
+    address: str, token: str | None, timeout: float, credentials: AclCredentials | None
+) -> Iterator[AdminTransport]:
+    transport = open_transport(address, token=token, timeout=timeout, credentials=credentials)
     try:
         yield transport
     finally:
@@ -55,21 +58,32 @@ def _ask(address: str, what: str, call: Callable[[], T]) -> T:
         raise ServerError(f"{what} at {address} failed: {error}") from None
 
 
-def fetch_route(address: str, topic: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None) -> TopicRoute:
+def fetch_route(
+    address: str,
+    topic: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
+    credentials: AclCredentials | None = None,
+) -> TopicRoute:
     """The topic's route as the name server at ``address`` gives it."""
-    with _transport(address, token, timeout) as transport:
+    with _transport(address, token, timeout, credentials) as transport:
         return _ask(address, f"topic {topic}", lambda: transport.route(topic))
 
 
 def fetch_members(
-    address: str, topic: str, consumer_group: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None
+    address: str,
+    topic: str,
+    consumer_group: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
+    credentials: AclCredentials | None = None,
 ) -> list[str]:
     """The group's client IDs as the first broker of the topic's route knows them (GET_CONSUMER_LIST_BY_GROUP).
 
     Consumers of this library ask that broker too; Java asks a random broker of the topic, and brokers can
     disagree for a moment after a change.
     """
-    with _transport(address, token, timeout) as transport:
+    with _transport(address, token, timeout, credentials) as transport:
         route = _ask(address, f"topic {topic}", lambda: transport.route(topic))
         if not route.queue_datas:
             raise ServerError(f"topic {topic} has no broker up at {address}")
@@ -80,16 +94,25 @@ def fetch_members(
 
 
 def consumer_progress(
-    address: str, consumer_group: str, topic: str = "", timeout: float = DEFAULT_TIMEOUT, token: str | None = None
+    address: str,
+    consumer_group: str,
+    topic: str = "",
+    timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
+    credentials: AclCredentials | None = None,
 ) -> list[ProgressRow]:
     """Per queue: broker offset, consumer offset, diff and owner (mqadmin ``consumerProgress``)."""
-    with _transport(address, token, timeout) as transport:
+    with _transport(address, token, timeout, credentials) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_progress(consumer_group, topic))
 
 
 def consumer_connection(
-    address: str, consumer_group: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None
+    address: str,
+    consumer_group: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
+    credentials: AclCredentials | None = None,
 ) -> list[ConnectionRow]:
     """The group's connections at every broker that is up, with their subscriptions."""
-    with _transport(address, token, timeout) as transport:
+    with _transport(address, token, timeout, credentials) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_connections(consumer_group))

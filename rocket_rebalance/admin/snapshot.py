@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from rocket_rebalance.model import retry_topic, sort_queues
+from rocket_rebalance.model import AclCredentials, retry_topic, sort_queues
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
@@ -335,6 +335,7 @@ def take_snapshot(
     concurrency: int = 8,
     timeout: float = 5.0,
     token: str | None = None,
+    credentials: AclCredentials | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> SnapshotResult:
     """Collect the cluster at ``address`` into ``out`` (see the module's docstring).
@@ -352,7 +353,7 @@ def take_snapshot(
     earlier = check_folder(out, COLLECTOR)
     started = datetime.datetime.now(datetime.UTC)
     filters = _Filters(tuple(group_patterns), tuple(topic_patterns), include_system)
-    transport = open_transport(address, token=token, timeout=timeout)
+    transport = open_transport(address, token=token, timeout=timeout, credentials=credentials)
     try:
         return _collect(transport, _Target(address, wire, out, earlier, started), filters, concurrency, progress)
     finally:

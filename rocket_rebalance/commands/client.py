@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rocket_rebalance.commands import CommandError, printable
-from rocket_rebalance.commands.options import add_connection_options, add_strategy_options, build_strategy, duration
+from rocket_rebalance.commands.options import (
+    acl_credentials,
+    add_connection_options,
+    add_strategy_options,
+    build_strategy,
+    duration,
+)
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.route import PERM_WRITE
 
@@ -100,6 +106,7 @@ def _run_consume(args: argparse.Namespace) -> int:
         )
         if value is not None
     }
+    credentials = acl_credentials(args)
     consumer = PushConsumer(
         args.namesrv,
         args.group,
@@ -117,6 +124,9 @@ def _run_consume(args: argparse.Namespace) -> int:
         fenced_handover=not args.no_fence,
         client_id=client_id,
         token=args.token,
+        access_key=None if credentials is None else credentials.access_key,
+        secret_key=None if credentials is None else credentials.secret_key,
+        security_token=None if credentials is None else credentials.security_token,
         offset_file=args.offsets,
         reset_offsets=args.reset_offsets,
         **intervals,
@@ -192,7 +202,7 @@ def _run_produce(args: argparse.Namespace) -> int:
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise CommandError("--count and --size must be >= 0 and --batch >= 1")
     properties = _properties(args.property)
-    transport = open_transport(args.namesrv, token=args.token)
+    transport = open_transport(args.namesrv, token=args.token, credentials=acl_credentials(args))
     sent = 0
     try:
         if args.create is not None:
@@ -230,7 +240,9 @@ def _run_produce(args: argparse.Namespace) -> int:
 def _run_progress(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.reads import consumer_progress
 
-    rows = consumer_progress(args.namesrv, args.group, args.topic or "", token=args.token)
+    rows = consumer_progress(
+        args.namesrv, args.group, args.topic or "", token=args.token, credentials=acl_credentials(args)
+    )
     if args.json:
         print(
             json.dumps(
@@ -264,7 +276,7 @@ def _run_progress(args: argparse.Namespace) -> int:
 def _run_connection(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.reads import consumer_connection
 
-    rows = consumer_connection(args.namesrv, args.group, token=args.token)
+    rows = consumer_connection(args.namesrv, args.group, token=args.token, credentials=acl_credentials(args))
     if args.json:
         print(
             json.dumps(

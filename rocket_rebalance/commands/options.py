@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from rocket_rebalance.commands import CommandError
-from rocket_rebalance.model import MessageQueue, check_duration, duration_rule
+from rocket_rebalance.model import AclCredentials, MessageQueue, check_duration, duration_rule
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
+    "ACCESS_KEY_ENV",
     "NAMESRV_HELP",
+    "SECRET_KEY_ENV",
+    "SECURITY_TOKEN_ENV",
+    "acl_credentials",
     "add_connection_options",
     "add_strategy_options",
     "build_strategies",
     "build_strategy",
     "duration",
 ]
+
+ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
+SECRET_KEY_ENV = "ROCKETMQ_SECRET_KEY"
+SECURITY_TOKEN_ENV = "ROCKETMQ_SECURITY_TOKEN"
 
 NAMESRV_HELP = (
     "name server: a RocketMQ list HOST:PORT[;HOST:PORT...] (RocketMQ's remoting protocol), "
@@ -39,9 +49,62 @@ def duration(zero: bool = False, unit: str = "seconds") -> Callable[[str], float
 
 
 def add_connection_options(parser: argparse.ArgumentParser, required: bool, what: str = NAMESRV_HELP) -> None:
-    """``-n`` and ``--token``, the same for every command that talks to a server."""
+    """``-n``, ``--token`` and the ACL credentials, the same for every command that talks to a server. There is
+    no option for the secret key itself: a command line is seen by every user of the machine (``ps``) and kept in
+    shell histories, so the secret comes from a file or the environment (see :func:`acl_credentials`)."""
     parser.add_argument("-n", "--namesrv", required=required, metavar="ADDRESS", help=what)
     parser.add_argument("--token", help="nameserver_stub's shared token, when it requires one")
+    parser.add_argument(
+        "--access-key",
+        metavar="KEY",
+        help=f"RocketMQ ACL access key (default ${ACCESS_KEY_ENV}); every request is signed with it and the secret key",
+    )
+    parser.add_argument(
+        "--secret-key-file",
+        type=Path,
+        metavar="FILE",
+        help=f"a file holding the ACL secret key (default ${SECRET_KEY_ENV}); "
+        f"a security token, if any, comes from ${SECURITY_TOKEN_ENV}",
+    )
+    # Not an option: without it argparse would take "--secret-key S3CRET" as an abbreviation of --secret-key-file
+    # and repeat the secret in its "cannot read" error. Its value is never shown.
+    parser.add_argument("--secret-key", dest="secret_key_given", help=argparse.SUPPRESS)
+
+
+def acl_credentials(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> AclCredentials | None:
+    """The ACL credentials the options and the environment give: ``--access-key`` or $ROCKETMQ_ACCESS_KEY, the
+    secret from ``--secret-key-file`` (surrounding whitespace removed, as Java trims its key file's values) or
+    $ROCKETMQ_SECRET_KEY, and an optional $ROCKETMQ_SECURITY_TOKEN. None when none is given; one half without the
+    other is a :class:`CommandError` naming what is missing (the error never shows the secret)."""
+    if args.secret_key_given is not None:
+        raise CommandError(
+            f"there is no --secret-key option: a secret on a command line is seen by every user of the machine; "
+            f"use --secret-key-file FILE or ${SECRET_KEY_ENV}"
+        )
+    access_key = args.access_key or environ.get(ACCESS_KEY_ENV) or None
+    secret_key: str | None
+    if args.secret_key_file is not None:
+        try:
+            secret_key = args.secret_key_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise CommandError(f"--secret-key-file {args.secret_key_file}: cannot read it ({error})") from None
+        if not secret_key:
+            raise CommandError(f"--secret-key-file {args.secret_key_file} is empty")
+    else:
+        secret_key = environ.get(SECRET_KEY_ENV) or None
+    token = environ.get(SECURITY_TOKEN_ENV) or None
+    if access_key is None and secret_key is None:
+        if token is not None:
+            raise CommandError(f"${SECURITY_TOKEN_ENV} is set but no ACL access key and secret key are given")
+        return None
+    if access_key is None:
+        raise CommandError(f"an ACL secret key is given but no access key: pass --access-key or set ${ACCESS_KEY_ENV}")
+    if secret_key is None:
+        raise CommandError(f"--access-key needs its secret key: pass --secret-key-file FILE or set ${SECRET_KEY_ENV}")
+    try:
+        return AclCredentials(access_key, secret_key, token)
+    except ValueError as error:
+        raise CommandError(f"ACL credentials: {error}") from None
 
 
 _INNER_CHOICES: dict[str, tuple[str, ...]] = {

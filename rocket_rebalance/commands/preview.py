@@ -20,6 +20,7 @@ from typing import Any
 from rocket_rebalance.commands import CommandError, printable
 from rocket_rebalance.commands.options import (
     NAMESRV_HELP,
+    acl_credentials,
     add_connection_options,
     add_strategy_options,
     build_strategies,
@@ -86,7 +87,7 @@ def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
         ]
     from rocket_rebalance.admin.reads import fetch_route  # a wire is loaded only for a server
 
-    return [fetch_route(args.namesrv, topic, token=args.token) for topic in topics]
+    return [fetch_route(args.namesrv, topic, token=args.token, credentials=acl_credentials(args)) for topic in topics]
 
 
 def java_note(strategies: Sequence[AllocateMessageQueueStrategy]) -> str | None:
@@ -222,7 +223,9 @@ def _read_members(args: argparse.Namespace) -> list[str]:
     if args.namesrv is not None and args.group:
         from rocket_rebalance.admin.reads import fetch_members
 
-        return fetch_members(args.namesrv, args.topic[0], args.group, token=args.token)  # one list for all topics
+        return fetch_members(
+            args.namesrv, args.topic[0], args.group, token=args.token, credentials=acl_credentials(args)
+        )  # one list for all topics
     raise CommandError("give the members: -i ID,..., --members FILE, or -n ADDRESS with -g GROUP")
 
 

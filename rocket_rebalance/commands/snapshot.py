@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from rocket_rebalance.commands.options import add_connection_options, duration
+from rocket_rebalance.commands.options import acl_credentials, add_connection_options, duration
 
 __all__ = ["PARTIAL", "register"]
 
@@ -46,6 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         timeout=args.timeout,
         token=args.token,
+        credentials=acl_credentials(args),
         progress=_Progress(),
     )
     summary = {"out": str(result.out), "groups_read": result.groups, "partial": result.partial, "rows": result.counts}

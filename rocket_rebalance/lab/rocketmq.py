@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
@@ -272,7 +273,8 @@ class BrokerProcess(_JvmProcess):
     def __init__(
         self, lib: Path, run_dir: Path, broker_name: str, namesrv: str, settings: Mapping[str, str] | None = None
     ) -> None:
-        """``settings`` are further ``broker.conf`` entries (``{"enablePropertyFilter": "true"}``), over the lab's."""
+        """``settings`` are further ``broker.conf`` entries (``{"enablePropertyFilter": "true"}``, ACL, TLS ...),
+        over the lab's."""
         self.port = free_port((-2, 0, 1))  # main port, fast port (P-2) and HA port (P+1)
         self.broker_name = broker_name
         self.store = _store_root(run_dir) / broker_name
@@ -302,7 +304,7 @@ class BrokerProcess(_JvmProcess):
                 "autoCreateSubscriptionGroup": "true",
                 "loadBalancePollNameServerInterval": "1000",  # QUERY_ASSIGNMENT's route cache
                 "diskMaxUsedSpaceRatio": "95",
-                **(settings or {}),
+                **(settings or {}),  # a test's own settings win over these
             },
         )
 
@@ -318,7 +320,10 @@ class BrokerProcess(_JvmProcess):
 
 
 class RocketMQCluster:
-    """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all."""
+    """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all.
+
+    ``broker_settings`` adds entries to every broker's config file (property filters, ACL ...); ``credentials``
+    are what the cluster's own transport (topic creation, readiness checks) signs with when the brokers want ACL."""
 
     def __init__(
         self,
@@ -326,10 +331,11 @@ class RocketMQCluster:
         brokers: Sequence[str] = ("broker-a",),
         version: str | None = None,
         broker_settings: Mapping[str, str] | None = None,
+        credentials: AclCredentials | None = None,
     ) -> None:
-        """``broker_settings``: further ``broker.conf`` entries for every broker (see :class:`BrokerProcess`)."""
         self.work_dir = work_dir
         self.broker_settings = dict(broker_settings or {})
+        self.credentials = credentials
         self.broker_names = list(brokers)
         self.version = _version(version)
         self.lib: Path | None = None
@@ -365,7 +371,7 @@ class RocketMQCluster:
         return self._started_namesrv().address
 
     def transport(self) -> RemotingTransport:
-        return RemotingTransport([self.namesrv_address])
+        return RemotingTransport([self.namesrv_address], credentials=self.credentials)
 
     def wait_registered(self, names: Sequence[str] | None = None, timeout: float = BOOT_TIMEOUT) -> None:
         """Until the NameServer's cluster info lists each broker at its address."""
@@ -467,6 +473,7 @@ class JavaPeer:
         consume_from: str = "first",
         tags: str | None = None,
         sql: str | None = None,
+        credentials: AclCredentials | None = None,
     ) -> None:
         self.client_id = f"127.0.0.1@{instance}"
         self.allocation: dict[str, frozenset[tuple[str, int]]] = {}
@@ -491,8 +498,19 @@ class JavaPeer:
         command += [str(JAVA_DIR / "Peer.java"), *args]
         safe = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in instance)
         self._stderr = (run_dir / f"java-{safe}.err").open("ab")
+        env = dict(os.environ)
+        for name in ("ROCKETMQ_ACCESS_KEY", "ROCKETMQ_SECRET_KEY"):
+            env.pop(name, None)
+        if credentials is not None:  # through the environment, as our CLI takes them: never on a command line
+            env.update(ROCKETMQ_ACCESS_KEY=credentials.access_key, ROCKETMQ_SECRET_KEY=credentials.secret_key)
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8", errors="replace"
+            command,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
         )
         threading.Thread(target=self._follow, daemon=True).start()
 
@@ -539,9 +557,21 @@ class JavaPeer:
         self._stderr.close()
 
 
-def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0) -> str:
-    """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line."""
+def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0, credentials: AclCredentials | None = None) -> str:
+    """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line.
+    With ``credentials``, mqadmin signs its requests with them (it reads them from ``conf/tools.yml`` under its
+    home, as an operator configures it)."""
     home.mkdir(parents=True, exist_ok=True)
+    tools_yml = home / "conf" / "tools.yml"
+    if credentials is not None:
+        tools_yml.parent.mkdir(exist_ok=True)
+        tools_yml.write_text(
+            f"accessKey: {json.dumps(credentials.access_key)}\nsecretKey: {json.dumps(credentials.secret_key)}\n",
+            encoding="utf-8",
+        )
+        tools_yml.chmod(0o600)
+    else:
+        tools_yml.unlink(missing_ok=True)
     command = [*_client_jvm(lib, home, "rmq.tools.logback.xml", f"-Drocketmq.home.dir={home}"), MQADMIN_MAIN, *args]
     done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
     output = done.stdout + done.stderr

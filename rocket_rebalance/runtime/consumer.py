@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
-from rocket_rebalance.model import MessageQueue, build_client_id, check_duration, check_group_name, check_topic_name
+from rocket_rebalance.model import (
+    AclCredentials,
+    MessageQueue,
+    build_client_id,
+    check_duration,
+    check_group_name,
+    check_topic_name,
+)
 from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
 from rocket_rebalance.runtime.health import ErrorHook
 from rocket_rebalance.runtime.offset_store import (
@@ -41,6 +48,16 @@ def _local_ip() -> str:
         return socket.gethostbyname(socket.gethostname())
     except OSError:
         return "127.0.0.1"
+
+
+def _credentials(access_key: str | None, secret_key: str | None, security_token: str | None) -> AclCredentials | None:
+    """The ACL credentials the keyword arguments give, or None; one key without the other (or a token without
+    both) is refused, because a cluster that wants credentials would refuse every unsigned request."""
+    if access_key is None and secret_key is None and security_token is None:
+        return None
+    if access_key is None or secret_key is None:
+        raise ValueError("ACL credentials need both access_key and secret_key")
+    return AclCredentials(access_key, secret_key, security_token)
 
 
 def _number_or_text(text: str) -> float | str:
@@ -84,6 +101,9 @@ class PushConsumer:
         fenced_handover: bool = True,
         client_id: str | None = None,
         token: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
         offset_file: Path | None = None,
         reset_offsets: bool = False,
         transport: Transport | None = None,
@@ -113,7 +133,10 @@ class PushConsumer:
             push_consumer=listener is not None,
             **config,
         )
-        self.transport = transport or open_transport(namesrv_addr, token=token)
+        credentials = _credentials(access_key, secret_key, security_token)
+        if transport is not None and credentials is not None:
+            raise ValueError("access_key and secret_key are for the transport the consumer opens, not a given one")
+        self.transport = transport or open_transport(namesrv_addr, token=token, credentials=credentials)
         if offset_store is None:
             if message_model is MessageModel.BROADCASTING:
                 path = offset_file or default_offset_path(self.client_id, consumer_group)

@@ -7,8 +7,9 @@ Without Java or Maven these tests fail with one line saying what is missing; a d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,10 @@ SKIP_ENV = "ROCKET_REBALANCE_SKIP_ROCKETMQ"
 
 
 def start_cluster(
-    work_dir: Path,
-    brokers: tuple[str, ...] = ("broker-a", "broker-b"),
-    broker_settings: Mapping[str, str] | None = None,
+    work_dir: Path, brokers: tuple[str, ...] = ("broker-a", "broker-b"), **options: Any
 ) -> RocketMQCluster:
-    cluster = RocketMQCluster(work_dir, brokers, broker_settings=broker_settings)
+    """A started cluster (``options`` as :class:`RocketMQCluster` takes them), or the test failed in one line."""
+    cluster = RocketMQCluster(work_dir, brokers, **options)
     try:
         cluster.start()
     except RocketMQUnavailable as error:

@@ -5,6 +5,7 @@
 //   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
 //        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10] [--tags EXPR | --sql EXPR]
 // (--tags / --sql: every --topic is subscribed with that tag or SQL92 expression instead of "*").
+// With $ROCKETMQ_ACCESS_KEY and $ROCKETMQ_SECRET_KEY set, every request is signed (AclClientRPCHook).
 // The instance name may carry backslash-u escapes of UTF-16 units (non-ASCII IDs survive any locale that way).
 import java.util.*;
 import org.apache.rocketmq.client.consumer.*;
@@ -61,7 +62,12 @@ public class Peer {
         long workMs = Long.parseLong(o.getOrDefault("work-ms", List.of("0")).get(0));
         boolean orderly = o.containsKey("orderly");
 
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        // ACL credentials come from the environment, as the Python CLI reads them: never on a command line.
+        String accessKey = System.getenv("ROCKETMQ_ACCESS_KEY"), secretKey = System.getenv("ROCKETMQ_SECRET_KEY");
+        DefaultMQPushConsumer consumer = accessKey == null
+            ? new DefaultMQPushConsumer(group)
+            : new DefaultMQPushConsumer(group, new org.apache.rocketmq.acl.common.AclClientRPCHook(
+                new org.apache.rocketmq.acl.common.SessionCredentials(accessKey, secretKey)));
         consumer.setNamesrvAddr(o.get("namesrv").get(0));
         consumer.setClientIP("127.0.0.1");
         consumer.setInstanceName(instance);

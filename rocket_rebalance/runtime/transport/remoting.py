@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from rocket_rebalance.model import MessageModel, MessageQueue, retry_topic
+from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, retry_topic
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -56,8 +56,10 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
     The consumer's calls are written here; the pool, the answers to brokers' requests, the operator's reads and the
     producer come from its bases (see the module docstring), all on one connection per address."""
 
-    def __init__(self, namesrv_addrs: Sequence[str], timeout: float = 5.0) -> None:
-        super().__init__(namesrv_addrs, timeout)
+    def __init__(
+        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+    ) -> None:
+        super().__init__(namesrv_addrs, timeout, credentials)
         self.long_poll_ms = 15000
         self._expression_types: dict[tuple[str, str], str] = {}  # (group, topic) -> TAG | SQL92, for the pulls
 

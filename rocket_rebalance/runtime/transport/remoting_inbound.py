@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import AclCredentials, MessageQueue
 from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, bodies, message, response_to
 from rocket_rebalance.runtime.transport import (
     BrokerRequests,
@@ -67,8 +67,10 @@ class _Notifications:
 class RemotingInbound(RemotingPool):
     """The pool's answers to the requests brokers send on its connections."""
 
-    def __init__(self, namesrv_addrs: Sequence[str], timeout: float = 5.0) -> None:
-        super().__init__(namesrv_addrs, timeout)
+    def __init__(
+        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+    ) -> None:
+        super().__init__(namesrv_addrs, timeout, credentials)
         self._streams: dict[str, list[_Notifications]] = {}
         self._streams_lock = threading.Lock()
         self._client: BrokerRequests | None = None

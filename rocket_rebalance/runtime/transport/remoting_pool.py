@@ -12,10 +12,12 @@ connection that fails is reopened on the next call, with a backoff (0.2 s doubli
 is not hammered; a response ``GO_AWAY`` (a broker shutting down) retires the connection and the request is sent
 once more on a new one.
 
-Credentials and TLS belong here when they come: every connection is opened by :meth:`RemotingPool._open` (where a
-TLS socket would be made), and every request we send leaves through :meth:`RemotingPool._call` or
-:meth:`RemotingPool._request` (where an ACL signature would be added to the request's header fields, as Java's
-``AclClientRPCHook`` does).
+Credentials and TLS live here: every connection is opened by :meth:`RemotingPool._open` (where a TLS socket would
+be made), and every request we send leaves through :meth:`RemotingPool._request`, which signs it with the ACL
+credentials as Java's ``AclClientRPCHook`` does (:mod:`rocket_rebalance.remoting.acl`). A request the server
+refuses (``NO_PERMISSION``: ACL 2.0 says so for a signature it rejects and for a missing permission alike) has the
+access key added to its remark, so every error built from it names the request, the resource (in the broker's
+remark) and whose credentials were refused; the secret itself is held by the credentials object alone.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import AclCredentials, MessageQueue
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -41,6 +43,7 @@ from rocket_rebalance.remoting import (
     message,
     request,
 )
+from rocket_rebalance.remoting.acl import sign
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import Message, TransportError
 from rocket_rebalance.runtime.transport.connection import Completion, Connection
@@ -127,13 +130,16 @@ class RemotingPool(ABC):
     The requests a server sends on a connection go to :meth:`_on_request`, and the end of a connection is told to
     :meth:`_connection_ended`: what answers them (``remoting_inbound``) implements both."""
 
-    def __init__(self, namesrv_addrs: Sequence[str], timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+    ) -> None:
         if not namesrv_addrs:
             raise ValueError("at least one name-server address is needed")
         self._namesrvs = list(namesrv_addrs)
         self._namesrv_index = random.randrange(len(self._namesrvs))  # Java spreads clients over the list too
         self.address = ";".join(self._namesrvs)
         self._timeout = timeout
+        self._credentials = credentials
         self._links: dict[str, _Link] = {}
         self._links_lock = threading.Lock()
         self._broker_addrs: dict[str, dict[int, str]] = {}
@@ -209,9 +215,14 @@ class RemotingPool(ABC):
         """One request whose answer (or failure) goes to ``done`` on the connection's reader: no thread waits. A
         GO_AWAY answer (the broker is shutting down) retires the connection and the request goes once more on a
         new one: every request, a call, a pull or an offset write, would otherwise fail again on the same doomed
-        connection until it closes."""
+        connection until it closes. With credentials, the request is signed here, last, over the fields it is sent
+        with; a refusal's remark gains the access key (see the module docstring)."""
+        if self._credentials is not None:
+            command = sign(command, self._credentials)
 
         def first(answer: RemotingCommand | TransportError) -> None:
+            if isinstance(answer, RemotingCommand) and answer.code == ResponseCode.NO_PERMISSION:
+                answer = self._refused(answer)
             if isinstance(answer, TransportError) or answer.code != ResponseCode.GO_AWAY:
                 done(answer)
                 return
@@ -225,6 +236,16 @@ class RemotingPool(ABC):
             again.request(name, command, timeout, done)
 
         connection.request(name, command, timeout, first)
+
+    def _refused(self, answer: RemotingCommand) -> RemotingCommand:
+        """A NO_PERMISSION answer whose remark's first line says whose credentials were refused (or that none were
+        given), so the one line every caller makes of it tells the operator what to fix."""
+        lines = (answer.remark or "").strip().splitlines() or ["refused"]
+        if self._credentials is None:
+            whose = "no ACL credentials were given: pass access_key and secret_key"
+        else:
+            whose = f"access key {self._credentials.access_key}"
+        return replace(answer, remark="\n".join([f"{lines[0]} ({whose})", *lines[1:]]))
 
     def _each(
         self, address: str, name: str, commands: Sequence[RemotingCommand], timeout: float | None = None

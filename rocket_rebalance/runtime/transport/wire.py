@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, AdminTransport
 
 __all__ = ["open_transport", "parse_address"]
@@ -40,16 +41,30 @@ def _valid_host_port(part: str) -> bool:
     return match is not None and 0 < int(match["port"]) < 65536
 
 
-def open_transport(address: str, token: str | None = None, timeout: float = 5.0) -> AdminTransport:
-    """The transport that ``address`` asks for (see :func:`parse_address`). ``token`` is the stub's shared token;
-    RocketMQ's own ACL is not supported, so a token with a RocketMQ address is refused rather than ignored."""
+def open_transport(
+    address: str,
+    token: str | None = None,
+    timeout: float = 5.0,
+    credentials: AclCredentials | None = None,
+) -> AdminTransport:
+    """The transport that ``address`` asks for (see :func:`parse_address`). ``token`` is the stub's shared token,
+    ``credentials`` RocketMQ's ACL keys: each belongs to one wire, and given to the other it is refused in one line
+    rather than ignored (a cluster that wants credentials would otherwise refuse every request)."""
     wire, addresses = parse_address(address)
     if wire == "grpc":
+        if credentials is not None:
+            raise ValueError(
+                "RocketMQ ACL credentials (access key, secret key) are for a RocketMQ name server, not "
+                "nameserver_stub (grpc://...): use --token for the stub"
+            )
         from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 
         return GrpcTransport(addresses[0], token=token, timeout=timeout)
     if token:
-        raise ValueError("--token is for nameserver_stub (grpc://...); RocketMQ ACL credentials are not supported")
+        raise ValueError(
+            "--token is for nameserver_stub (grpc://...); a RocketMQ cluster takes ACL credentials "
+            "(--access-key with --secret-key-file or ROCKETMQ_SECRET_KEY)"
+        )
     from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
-    return RemotingTransport(addresses, timeout=timeout)
+    return RemotingTransport(addresses, timeout=timeout, credentials=credentials)
