@@ -2,7 +2,8 @@
 ``consumer-connection``), over whichever wire the address names (see :func:`~.transport.parse_address`).
 
 Each call opens a transport, asks, and closes it. Failures become :class:`ServerError` with one line that names
-the address and what went wrong, because the commands print exactly that line.
+the address and what went wrong, because the commands print exactly that line. A topic or group name that breaks
+RocketMQ's rules is a ``ValueError`` (the model's name check) before anything is asked.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from rocket_rebalance.model import check_group_name, check_topic_name
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ProgressRow, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport
@@ -57,6 +59,7 @@ def _ask(address: str, what: str, call: Callable[[], T]) -> T:
 
 def fetch_route(address: str, topic: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None) -> TopicRoute:
     """The topic's route as the name server at ``address`` gives it."""
+    check_topic_name(topic)
     with _transport(address, token, timeout) as transport:
         return _ask(address, f"topic {topic}", lambda: transport.route(topic))
 
@@ -69,6 +72,8 @@ def fetch_members(
     Consumers of this library ask that broker too; Java asks a random broker of the topic, and brokers can
     disagree for a moment after a change.
     """
+    check_topic_name(topic)
+    check_group_name(consumer_group)
     with _transport(address, token, timeout) as transport:
         route = _ask(address, f"topic {topic}", lambda: transport.route(topic))
         if not route.queue_datas:
@@ -82,7 +87,11 @@ def fetch_members(
 def consumer_progress(
     address: str, consumer_group: str, topic: str = "", timeout: float = DEFAULT_TIMEOUT, token: str | None = None
 ) -> list[ProgressRow]:
-    """Per queue: broker offset, consumer offset, diff and owner (mqadmin ``consumerProgress``)."""
+    """Per queue: broker offset, consumer offset, diff and owner (mqadmin ``consumerProgress``); of one ``topic``,
+    or of every topic when it is empty."""
+    check_group_name(consumer_group)
+    if topic:
+        check_topic_name(topic)
     with _transport(address, token, timeout) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_progress(consumer_group, topic))
 
@@ -91,5 +100,6 @@ def consumer_connection(
     address: str, consumer_group: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None
 ) -> list[ConnectionRow]:
     """The group's connections at every broker that is up, with their subscriptions."""
+    check_group_name(consumer_group)
     with _transport(address, token, timeout) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_connections(consumer_group))

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import retry_topic, sort_queues
+from rocket_rebalance.model import check_group_name, check_topic_name, retry_topic, sort_queues
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
@@ -88,6 +88,7 @@ _SYSTEM_PREFIX = "CID_RMQ_SYS_"
 # group or topic name, so it is a typo to report rather than a filter that silently keeps nothing.
 _BRACKETS = re.compile(r"\[!?\]?[^\]]*\]")
 _PATTERN_REST = re.compile(r"[%|a-zA-Z0-9_*?-]+")
+_WILDCARDS = re.compile(r"[*?\[]")
 
 
 class ClusterReadError(OSError):
@@ -102,7 +103,9 @@ def is_system_group(group: str) -> bool:
     return group in SYSTEM_GROUPS or group.startswith(_SYSTEM_PREFIX)
 
 
-def check_patterns(patterns: Sequence[str], option: str) -> None:
+def check_patterns(patterns: Sequence[str], option: str, check_name: Callable[[str], str]) -> None:
+    """Each pattern holds only name characters and wildcards; one without wildcards is a name, checked as one by
+    ``check_name`` (the model's check for a topic or a group), so a name too long to exist is refused too."""
     for pattern in patterns:
         rest = _BRACKETS.sub("", pattern)
         if not pattern or (rest and not _PATTERN_REST.fullmatch(rest)):
@@ -110,6 +113,11 @@ def check_patterns(patterns: Sequence[str], option: str) -> None:
                 f"{option} {pattern!r} is not a pattern of RocketMQ names: use the characters %|a-zA-Z0-9_- and the "
                 "shell wildcards * ? [...]"
             )
+        if not _WILDCARDS.search(pattern):
+            try:
+                check_name(pattern)
+            except ValueError as error:
+                raise ValueError(f"{option}: {error}") from None
 
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:
@@ -353,8 +361,8 @@ def take_snapshot(
     ``progress(done, total, rejected)`` is called after each group. Arguments and the output folder are checked
     before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all (no listing, or
     not one group's connection list) raises :class:`ClusterReadError` and leaves ``out`` as it was."""
-    check_patterns(group_patterns, "--group")
-    check_patterns(topic_patterns, "--topic")
+    check_patterns(group_patterns, "--group", check_group_name)
+    check_patterns(topic_patterns, "--topic", check_topic_name)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"--concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
     if not 0 < timeout <= 600:
