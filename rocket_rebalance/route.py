@@ -11,10 +11,10 @@ Only ``queueDatas`` matters for allocation: a consumer takes queues 0 .. readQue
 ``writeQueueNums`` defaults to ``readQueueNums``, ``perm`` to 6 (read and write); other fields are ignored.
 A malformed file is a :class:`RouteError` naming the field and the line. Pure: parsing text, no file access.
 
-Limits, so that a typo cannot make a preview allocate gigabytes: a route holds at most
-:data:`~rocket_rebalance.model.MAX_TOPIC_QUEUES` readable queues over all its brokers, whatever its source
-(a file, the stub, a RocketMQ name server); JSON nests at most :data:`MAX_JSON_DEPTH` deep. Parsing is linear in
-the text.
+The topic is checked by the library's one name check, as Java's ``TopicValidator``. Limits, so that a typo cannot
+make a preview allocate gigabytes: a route holds at most :data:`~rocket_rebalance.model.MAX_TOPIC_QUEUES` readable
+queues over all its brokers, whatever its source (a file, the stub, a RocketMQ name server); JSON nests at most
+:data:`MAX_JSON_DEPTH` deep. Parsing is linear in the text.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rocket_rebalance.model import JAVA_INT_MAX, MAX_TOPIC_QUEUES, PERM_READ, PERM_WRITE, MessageQueue
+from rocket_rebalance.model import JAVA_INT_MAX, MAX_TOPIC_QUEUES, PERM_READ, PERM_WRITE, MessageQueue, check_topic_name
 
 __all__ = ["MAX_JSON_DEPTH", "PERM_READ", "PERM_WRITE", "QueueData", "RouteError", "TopicRoute"]
 
@@ -66,12 +66,17 @@ class QueueData:
 
 @dataclass(frozen=True)
 class TopicRoute:
-    """A topic's route: its queue datas in the order the name server gave them."""
+    """A topic's route: its queue datas in the order the name server gave them. The topic follows RocketMQ's name
+    rules (:func:`~rocket_rebalance.model.check_topic_name`), whatever the route's source, else :class:`RouteError`."""
 
     topic: str
     queue_datas: tuple[QueueData, ...]
 
     def __post_init__(self) -> None:
+        try:
+            check_topic_name(self.topic)
+        except ValueError as error:
+            raise RouteError(str(error)) from None
         for kind, total in (
             ("readable", sum(data.read_queue_nums for data in self.queue_datas if data.readable)),
             ("writable", sum(data.write_queue_nums for data in self.queue_datas if data.writable)),

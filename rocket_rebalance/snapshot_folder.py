@@ -5,30 +5,37 @@ files as Spark writes them). Two commands write such folders and the fleet pipel
 
 * ``rocket-rebalance snapshot`` (:mod:`rocket_rebalance.admin.snapshot`) collects a live cluster into JSON Lines and
   writes :data:`MARKER` last: which files it wrote, whether the snapshot is *partial*, and its ``rejected.jsonl``
-  says what it could not read (:func:`snapshot_partial`, :func:`collector_notes`);
+  says what it could not read (:func:`snapshot_partial`, :func:`collector_notes`). It writes into a new folder
+  beside ``--out`` (:func:`staged_folder`) and moves the tables in only once they are complete
+  (:func:`publish_folder`), so a run that fails leaves an earlier snapshot as it was;
 * ``rocket-rebalance fleet-gen`` (:mod:`rocket_rebalance.pipeline.fleetgen`) writes a synthetic fleet, with its own
   marker.
 
 Both follow one rule for their ``--out`` (:func:`check_folder`, :func:`claim_folder`): a folder is written only
 when it is new, empty, or marked by the same writer, and then only the files its marker lists are replaced, so a
-folder of real data is never overwritten by mistake. Here are only names, files and JSON: the table *types* (which
-need pyarrow) are the pipeline's (:mod:`rocket_rebalance.pipeline.schema`); this module imports neither the
-runtime nor the pipeline, so the collector and the pipeline share it without depending on each other.
+folder of real data is never overwritten by mistake. Every file is created afresh (:func:`create_file`): a link
+planted under one of the names is removed, never written through. Here are only names, files and JSON: the table
+*types* (which need pyarrow) are the pipeline's (:mod:`rocket_rebalance.pipeline.schema`); this module imports
+neither the runtime nor the pipeline, so the collector and the pipeline share it without depending on each other.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import secrets
+import shutil
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = [
     "AFTER_TABLES",
     "BEFORE_TABLES",
     "COLLECTOR",
+    "COLLECTOR_FILES",
     "COLLECTOR_REJECTED",
     "FLEET_GEN",
     "MARKER",
@@ -39,9 +46,12 @@ __all__ = [
     "check_folder",
     "claim_folder",
     "collector_notes",
+    "create_file",
     "data_files",
     "has_table",
+    "publish_folder",
     "snapshot_partial",
+    "staged_folder",
     "table_path",
     "write_marker",
 ]
@@ -65,6 +75,9 @@ _FORMATS = ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json"))
 
 MARKER = "_snapshot.json"
 """The collector's marker, written last into its folder: what was collected, how, which files, and ``partial``."""
+
+COLLECTOR_FILES = tuple(f"{table}.jsonl" for table in TABLES)
+"""The collector's tables, one JSON Lines file each, in the order of :data:`TABLES`."""
 
 COLLECTOR_REJECTED = "rejected.jsonl"
 """The collector's notes: one row per thing it could not read, and why."""
@@ -120,12 +133,15 @@ def data_files(path: Path, fmt: str) -> list[Path]:
 class FolderOwner:
     """Who writes a snapshot folder: its name in messages (``who``), its marker and the files it may ever own.
 
-    ``prefix`` starts each of its error messages (fleet-gen's say ``fleet-gen: ``)."""
+    ``prefix`` starts each of its error messages (fleet-gen's say ``fleet-gen: ``). A ``staged`` owner writes a
+    new folder beside ``--out`` and moves it in when complete (:func:`staged_folder`), so it needs the folder
+    that holds ``--out`` to be writable too."""
 
     who: str
     marker: str
     files: frozenset[str]
     prefix: str = ""
+    staged: bool = False
 
     @property
     def written_by(self) -> str:
@@ -136,9 +152,12 @@ class FolderOwner:
 COLLECTOR = FolderOwner(
     "snapshot",
     MARKER,
-    frozenset({f"{table}.jsonl" for table in TABLES} | {f".{table}.jsonl.part" for table in TABLES}),
+    frozenset(COLLECTOR_FILES) | {f".{name}.part" for name in COLLECTOR_FILES},
+    staged=True,
 )
-"""The live collector: its tables as JSON Lines, written under hidden ``.part`` names until all are read."""
+"""The live collector: its tables as JSON Lines, written beside ``--out`` until all are read. Earlier versions
+wrote them into ``--out`` under hidden ``.part`` names, which their markers list: those are its files too, so a
+later run removes them."""
 
 FLEET_GEN = FolderOwner(
     "fleet-gen",
@@ -167,6 +186,11 @@ def check_folder(out: Path, owner: FolderOwner) -> list[str]:
         return []
     if not os.access(out, os.W_OK | os.X_OK):
         raise SnapshotError(f"{prefix}--out {out} is not writable")
+    beside = Path(os.path.abspath(out)).parent
+    if owner.staged and not os.access(beside, os.W_OK | os.X_OK):
+        raise SnapshotError(
+            f"{prefix}--out {out}: {beside} is not writable (the new {owner.who} is written beside the folder first)"
+        )
     if not any(out.iterdir()):
         return []
     marker = out / owner.marker
@@ -211,8 +235,60 @@ def write_marker(out: Path, owner: FolderOwner, document: dict[str, Any]) -> Non
     old or the new one, never half of one."""
     temporary = out / f".{owner.marker}.part"
     content = {"written_by": owner.written_by, **document}
-    temporary.write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with create_file(temporary) as handle:
+        handle.write(json.dumps(content, indent=1, ensure_ascii=False) + "\n")
     os.replace(temporary, out / owner.marker)
+
+
+def create_file(path: Path) -> TextIO:
+    """``path`` opened for writing UTF-8 text as a new file. Whatever had the name is removed first, a symlink
+    as the link (never followed), and the file is then created exclusively without following links, so a link
+    planted between the two steps fails the open instead of having its target overwritten."""
+    path.unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o666), "w", encoding="utf-8")
+
+
+@contextmanager
+def staged_folder(out: Path, owner: FolderOwner) -> Iterator[Path]:
+    """A new, empty, hidden folder beside ``out`` for a ``staged`` owner to write into, created exclusively
+    (``.<out's name>.<who>-<random>``, in a folder created for ``out`` when there is none yet). Whatever is left of
+    it when the block ends, because :func:`publish_folder` did not move it or failed, is removed: it holds only
+    what the block wrote."""
+    absolute = Path(os.path.abspath(out))
+    absolute.parent.mkdir(parents=True, exist_ok=True)
+    staging = absolute.parent / f".{absolute.name}.{owner.who}-{secrets.token_hex(6)}"
+    staging.mkdir()
+    try:
+        yield staging
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def publish_folder(staging: Path, out: Path, owner: FolderOwner, document: dict[str, Any]) -> None:
+    """Make the complete folder ``staging`` (from :func:`staged_folder`, holding ``document["files"]``) the
+    content of ``out``, marker last, and only now remove the earlier run's files.
+
+    ``out`` is checked again (:func:`check_folder`), since a long run gives others time to write there. A new
+    ``out`` is the staging folder renamed, whole at once. Into an existing one the marker first says
+    ``"complete": false`` and lists the earlier files and the new, the files the earlier marker lists are removed,
+    the new ones moved in (each replacing its namesake in one rename), and the final marker moved in last: a run
+    killed in between leaves a folder its next run may replace, and nothing else in ``out`` is touched."""
+    files: Sequence[str] = document["files"]
+    write_marker(staging, owner, document)
+    earlier = check_folder(out, owner)
+    if not os.path.lexists(out):
+        os.rename(staging, out)
+        return
+    write_marker(out, owner, {"complete": False, "files": sorted({*earlier, *files})})
+    for name in earlier:
+        if name not in files:
+            (out / name).unlink(missing_ok=True)
+    for name in files:
+        os.replace(staging / name, out / name)
+    os.replace(staging / owner.marker, out / owner.marker)
+    staging.rmdir()
 
 
 # ---------------------------------------------------------------------------------------------- collector notes

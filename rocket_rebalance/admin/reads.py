@@ -2,7 +2,8 @@
 ``consumer-connection``), over whichever wire the address names (see :func:`~.transport.parse_address`).
 
 Each call opens a transport, asks, and closes it. Failures become :class:`ServerError` with one line that names
-the address and what went wrong, because the commands print exactly that line.
+the address and what went wrong, because the commands print exactly that line. A topic or group name that breaks
+RocketMQ's rules is a ``ValueError`` (the model's name check) before anything is asked.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from rocket_rebalance.model import AclCredentials
+from rocket_rebalance.model import AclCredentials, check_group_name, check_topic_name
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ProgressRow, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport
@@ -66,6 +67,7 @@ def fetch_route(
     credentials: AclCredentials | None = None,
 ) -> TopicRoute:
     """The topic's route as the name server at ``address`` gives it."""
+    check_topic_name(topic)
     with _transport(address, token, timeout, credentials) as transport:
         return _ask(address, f"topic {topic}", lambda: transport.route(topic))
 
@@ -83,6 +85,8 @@ def fetch_members(
     Consumers of this library ask that broker too; Java asks a random broker of the topic, and brokers can
     disagree for a moment after a change.
     """
+    check_topic_name(topic)
+    check_group_name(consumer_group)
     with _transport(address, token, timeout, credentials) as transport:
         route = _ask(address, f"topic {topic}", lambda: transport.route(topic))
         if not route.queue_datas:
@@ -101,7 +105,11 @@ def consumer_progress(
     token: str | None = None,
     credentials: AclCredentials | None = None,
 ) -> list[ProgressRow]:
-    """Per queue: broker offset, consumer offset, diff and owner (mqadmin ``consumerProgress``)."""
+    """Per queue: broker offset, consumer offset, diff and owner (mqadmin ``consumerProgress``); of one ``topic``,
+    or of every topic when it is empty."""
+    check_group_name(consumer_group)
+    if topic:
+        check_topic_name(topic)
     with _transport(address, token, timeout, credentials) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_progress(consumer_group, topic))
 
@@ -114,5 +122,6 @@ def consumer_connection(
     credentials: AclCredentials | None = None,
 ) -> list[ConnectionRow]:
     """The group's connections at every broker that is up, with their subscriptions."""
+    check_group_name(consumer_group)
     with _transport(address, token, timeout, credentials) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_connections(consumer_group))

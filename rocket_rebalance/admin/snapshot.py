@@ -14,8 +14,10 @@ thread only, as groups finish, so memory holds one group's rows at a time, not t
 
 The output folder follows the owned-folder rule of :mod:`rocket_rebalance.snapshot_folder`, which fleet-gen follows
 too: new, empty, or an earlier snapshot, whose files listed in its ``_snapshot.json`` are replaced and nothing else.
-Tables are written under hidden ``.part`` names and renamed only when every group has been read, and
-``_snapshot.json`` is written last, so a crash never leaves a half snapshot that the pipeline would read as whole.
+Tables are written into a new hidden folder beside it and moved in only when every group has been read,
+``_snapshot.json`` last, so a crash never leaves a half snapshot that the pipeline would read as whole, and a run
+that could read no group at all (the cluster went away after listing them) is an error that leaves an earlier
+snapshot as it was, rather than replacing it with empty tables.
 """
 
 from __future__ import annotations
@@ -31,13 +33,21 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from rocket_rebalance.model import AclCredentials, retry_topic, sort_queues
+from rocket_rebalance.model import AclCredentials, check_group_name, check_topic_name, retry_topic, sort_queues
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
-from rocket_rebalance.snapshot_folder import COLLECTOR, TABLES, check_folder, claim_folder, write_marker
+from rocket_rebalance.snapshot_folder import (
+    COLLECTOR,
+    COLLECTOR_FILES,
+    TABLES,
+    check_folder,
+    create_file,
+    publish_folder,
+    staged_folder,
+)
 from rocket_rebalance.strategies import strategy_name
 
 __all__ = [
@@ -78,10 +88,12 @@ _SYSTEM_PREFIX = "CID_RMQ_SYS_"
 # group or topic name, so it is a typo to report rather than a filter that silently keeps nothing.
 _BRACKETS = re.compile(r"\[!?\]?[^\]]*\]")
 _PATTERN_REST = re.compile(r"[%|a-zA-Z0-9_*?-]+")
+_WILDCARDS = re.compile(r"[*?\[]")
 
 
 class ClusterReadError(OSError):
-    """The cluster could not be read at all (name server unreachable, groups not listable): no snapshot.
+    """The cluster could not be read at all (name server unreachable, groups not listable, not one listed group's
+    connection list readable): no snapshot.
 
     Not a :class:`~rocket_rebalance.snapshot_folder.SnapshotError` (a folder that cannot be read or written): the
     folder is fine and left as it was; the cluster is what failed, an ``OSError`` like any unreachable service."""
@@ -91,7 +103,9 @@ def is_system_group(group: str) -> bool:
     return group in SYSTEM_GROUPS or group.startswith(_SYSTEM_PREFIX)
 
 
-def check_patterns(patterns: Sequence[str], option: str) -> None:
+def check_patterns(patterns: Sequence[str], option: str, check_name: Callable[[str], str]) -> None:
+    """Each pattern holds only name characters and wildcards; one without wildcards is a name, checked as one by
+    ``check_name`` (the model's check for a topic or a group), so a name too long to exist is refused too."""
     for pattern in patterns:
         rest = _BRACKETS.sub("", pattern)
         if not pattern or (rest and not _PATTERN_REST.fullmatch(rest)):
@@ -99,6 +113,11 @@ def check_patterns(patterns: Sequence[str], option: str) -> None:
                 f"{option} {pattern!r} is not a pattern of RocketMQ names: use the characters %|a-zA-Z0-9_- and the "
                 "shell wildcards * ? [...]"
             )
+        if not _WILDCARDS.search(pattern):
+            try:
+                check_name(pattern)
+            except ValueError as error:
+                raise ValueError(f"{option}: {error}") from None
 
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:
@@ -109,14 +128,11 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
 
 
 class _Tables:
-    """The output tables as JSON Lines under hidden ``.part`` names until :meth:`publish` renames them."""
+    """The output tables as JSON Lines, written into the staging folder (:func:`staged_folder`)."""
 
-    def __init__(self, out: Path) -> None:
-        self.out = out
+    def __init__(self, folder: Path) -> None:
         self.counts = dict.fromkeys(TABLES, 0)
-        self._files: dict[str, TextIO] = {}
-        for table in TABLES:
-            self._files[table] = (out / f".{table}.jsonl.part").open("w", encoding="utf-8")
+        self._files = {table: create_file(folder / name) for table, name in zip(TABLES, COLLECTOR_FILES, strict=True)}
 
     def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         handle = self._files[table]
@@ -128,14 +144,13 @@ class _Tables:
         for handle in self._files.values():
             handle.close()
 
-    def publish(self) -> list[str]:
+    def finish(self) -> list[str]:
+        """Every table on disk (flushed and synced) and closed: the files to publish."""
         for handle in self._files.values():
             handle.flush()
             os.fsync(handle.fileno())
         self.close()
-        for table in TABLES:
-            os.replace(self.out / f".{table}.jsonl.part", self.out / f"{table}.jsonl")
-        return [f"{table}.jsonl" for table in TABLES]
+        return list(COLLECTOR_FILES)
 
 
 # ---------------------------------------------------------------------------------------------- one group
@@ -143,13 +158,15 @@ class _Tables:
 
 @dataclass
 class _GroupRows:
-    """What reading one group gave: its rows per table, the topics whose routes it needs, or why it was skipped."""
+    """What reading one group gave: its rows per table, the topics whose routes it needs, or why it was skipped.
+    ``read`` is False when not even its connection list could be read: the group is only a rejected row."""
 
     group: str
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {table: [] for table in TABLES})
     topics: list[str] = field(default_factory=list)
     skipped: str = ""
     defaulted: bool = False
+    read: bool = True
 
     def reject(self, client_id: str | None, reason: str) -> None:
         self.rows["rejected"].append({"group": self.group, "client_id": client_id, "reason": reason})
@@ -213,6 +230,7 @@ def _read_group(transport: AdminTransport, group: str, topic_patterns: Sequence[
     except TransportError as error:
         if error.code != "NOT_FOUND":
             result.reject(None, f"connection list {_reason(error)}")
+            result.read = False
             return result
         connections = []
     if not connections:  # RocketMQ says CONSUMER_NOT_ONLINE, the stub lists nobody
@@ -317,7 +335,8 @@ def _members(
 
 @dataclass(frozen=True)
 class SnapshotResult:
-    """What :func:`take_snapshot` wrote: row counts per table, and whether anything was rejected."""
+    """What :func:`take_snapshot` wrote: row counts per table, the groups read (their connection list answered;
+    not those the topic filter left out), and whether anything was rejected."""
 
     out: Path
     counts: dict[str, int]
@@ -341,21 +360,21 @@ def take_snapshot(
     """Collect the cluster at ``address`` into ``out`` (see the module's docstring).
 
     ``progress(done, total, rejected)`` is called after each group. Arguments and the output folder are checked
-    before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all raises
-    :class:`ClusterReadError` and leaves ``out`` as it was."""
-    check_patterns(group_patterns, "--group")
-    check_patterns(topic_patterns, "--topic")
+    before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all (no listing, or
+    not one group's connection list) raises :class:`ClusterReadError` and leaves ``out`` as it was."""
+    check_patterns(group_patterns, "--group", check_group_name)
+    check_patterns(topic_patterns, "--topic", check_topic_name)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"--concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
     if not 0 < timeout <= 600:
         raise ValueError(f"--timeout must be more than 0 and at most 600 seconds, got {timeout!r}")
     wire, _ = parse_address(address)
-    earlier = check_folder(out, COLLECTOR)
+    check_folder(out, COLLECTOR)  # again when publishing: a refusal now costs no reading
     started = datetime.datetime.now(datetime.UTC)
     filters = _Filters(tuple(group_patterns), tuple(topic_patterns), include_system)
     transport = open_transport(address, token=token, timeout=timeout, credentials=credentials)
     try:
-        return _collect(transport, _Target(address, wire, out, earlier, started), filters, concurrency, progress)
+        return _collect(transport, _Target(address, wire, out, started), filters, concurrency, progress)
     finally:
         transport.close()
 
@@ -381,7 +400,6 @@ class _Target:
     address: str
     wire: str
     out: Path
-    earlier: list[str]
     started: datetime.datetime
 
 
@@ -407,7 +425,6 @@ def _collect(
     concurrency: int,
     progress: Callable[[int, int, int], None] | None,
 ) -> SnapshotResult:
-    out = target.out
     known, listed = _listings(transport, target.address)
     skipped: dict[str, list[str]] = {"system": [], "group_filter": [], "topic_filter": []}
     selected: list[str] = []
@@ -418,41 +435,49 @@ def _collect(
         else:
             skipped[reason].append(group)
 
-    claim_folder(out, COLLECTOR, target.earlier, {"complete": False, "files": sorted(COLLECTOR.files)})
-    tables = _Tables(out)
-    routes = _Routes(transport, known)
-    routed: set[str] = set()
-    defaulted: list[str] = []
-    done = 0
-    try:
-        with ThreadPoolExecutor(concurrency, thread_name_prefix="rr-snapshot") as pool:
-            futures: list[Future[_GroupRows]] = [
-                pool.submit(_read_group, transport, group, filters.topic_patterns, routes) for group in selected
-            ]
-            for future in as_completed(futures):
-                result = future.result()
-                done += 1
-                if result.skipped:
-                    skipped["topic_filter"].append(result.group)
-                else:
-                    for table in TABLES:
-                        tables.write(table, result.rows[table])
-                    new_topics = [topic for topic in result.topics if topic not in routed]
-                    routed.update(new_topics)
-                    tables.write("routes", _route_rows(routes, new_topics))
-                    if result.defaulted:
-                        defaulted.append(result.group)
-                if progress is not None:
-                    progress(done, len(selected), tables.counts["rejected"])
-        files = tables.publish()
-    finally:
-        tables.close()
-    counts = dict(tables.counts)
-    partial = counts["rejected"] > 0
-    write_marker(
-        out,
-        COLLECTOR,
-        {
+    with staged_folder(target.out, COLLECTOR) as staging:
+        tables = _Tables(staging)
+        routes = _Routes(transport, known)
+        routed: set[str] = set()
+        defaulted: list[str] = []
+        unread: list[_GroupRows] = []
+        done = 0
+        try:
+            with ThreadPoolExecutor(concurrency, thread_name_prefix="rr-snapshot") as pool:
+                futures: list[Future[_GroupRows]] = [
+                    pool.submit(_read_group, transport, group, filters.topic_patterns, routes) for group in selected
+                ]
+                for future in as_completed(futures):
+                    result = future.result()
+                    done += 1
+                    if not result.read:
+                        unread.append(result)
+                    if result.skipped:
+                        skipped["topic_filter"].append(result.group)
+                    else:
+                        for table in TABLES:
+                            tables.write(table, result.rows[table])
+                        new_topics = [topic for topic in result.topics if topic not in routed]
+                        routed.update(new_topics)
+                        tables.write("routes", _route_rows(routes, new_topics))
+                        if result.defaulted:
+                            defaulted.append(result.group)
+                    if progress is not None:
+                        progress(done, len(selected), tables.counts["rejected"])
+            files = tables.finish()
+        finally:
+            tables.close()
+        if selected and len(unread) == len(selected):
+            first = min(unread, key=lambda result: result.group)
+            raise ClusterReadError(
+                f"no consumer group could be read at {target.address}: the connection list of each of the "
+                f"{len(selected)} groups failed ({first.group}: {first.rows['rejected'][0]['reason']}); "
+                f"--out {target.out} is left as it was"
+            )
+        counts = dict(tables.counts)
+        partial = counts["rejected"] > 0
+        groups_read = len(selected) - len(unread) - len(skipped["topic_filter"])
+        document = {
             "complete": True,
             "partial": partial,
             "address": target.address,
@@ -465,7 +490,7 @@ def _collect(
                 "include_system": filters.include_system,
             },
             "groups_listed": len(listed),
-            "groups_read": len(selected) - len(skipped["topic_filter"]),
+            "groups_read": groups_read,
             "counts": counts,
             "skipped": {reason: sorted(groups) for reason, groups in skipped.items()},
             "strategy_defaulted": {
@@ -474,9 +499,9 @@ def _collect(
                 "groups": sorted(defaulted),
             },
             "files": files,
-        },
-    )
-    return SnapshotResult(out, counts, len(selected) - len(skipped["topic_filter"]), partial)
+        }
+        publish_folder(staging, target.out, COLLECTOR, document)
+    return SnapshotResult(target.out, counts, groups_read, partial)
 
 
 def _route_rows(routes: _Routes, topics: Iterable[str]) -> list[dict[str, Any]]:

@@ -22,6 +22,8 @@ from rocket_rebalance.commands.options import (
     add_strategy_options,
     build_strategy,
     duration,
+    group_name,
+    topic_name,
 )
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.route import PERM_WRITE
@@ -312,8 +314,10 @@ def _run_connection(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     consume = subparsers.add_parser("consume", help="run a consumer that prints its ownership changes as JSON lines")
     add_connection_options(consume, required=True)
-    consume.add_argument("-g", "--group", required=True, help="consumer group")
-    consume.add_argument("-t", "--topic", required=True, action="append", help="topic to consume (repeatable)")
+    consume.add_argument("-g", "--group", required=True, type=group_name, help="consumer group")
+    consume.add_argument(
+        "-t", "--topic", required=True, action="append", type=topic_name, help="topic to consume (repeatable)"
+    )
     for option, example, what in (
         ("--tags", "TagA || TagB", "tags"),
         ("--sql", "a > 5", "an SQL92 condition over message properties (brokers need enablePropertyFilter=true)"),
@@ -355,7 +359,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")
     add_connection_options(produce, required=True)
-    produce.add_argument("-t", "--topic", required=True)
+    produce.add_argument("-t", "--topic", required=True, type=topic_name)
     produce.add_argument("--count", type=int, required=True)
     produce.add_argument("--size", type=int, default=64, help="body bytes per message")
     produce.add_argument("--batch", type=int, default=32, help="messages per send request")
@@ -373,13 +377,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     progress = subparsers.add_parser("consumer-progress", help="per queue: broker and consumer offsets, diff, owner")
     add_connection_options(progress, required=True)
-    progress.add_argument("-g", "--group", required=True)
-    progress.add_argument("-t", "--topic")
+    progress.add_argument("-g", "--group", required=True, type=group_name)
+    progress.add_argument("-t", "--topic", type=topic_name)
     progress.add_argument("--json", action="store_true")
     progress.set_defaults(handler=_run_progress)
 
     connection = subparsers.add_parser("consumer-connection", help="the group's members at each broker")
     add_connection_options(connection, required=True)
-    connection.add_argument("-g", "--group", required=True)
+    connection.add_argument("-g", "--group", required=True, type=group_name)
     connection.add_argument("--json", action="store_true")
     connection.set_defaults(handler=_run_connection)

@@ -1,4 +1,4 @@
-"""Command-line options shared by several commands: choosing a strategy and its settings."""
+"""Command-line options shared by several commands: choosing a strategy and its settings, durations, names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from rocket_rebalance.commands import CommandError
-from rocket_rebalance.model import AclCredentials, MessageQueue, check_duration, duration_rule
+from rocket_rebalance.model import (
+    AclCredentials,
+    MessageQueue,
+    check_duration,
+    check_group_name,
+    check_topic_name,
+    duration_rule,
+)
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
@@ -22,6 +29,8 @@ __all__ = [
     "build_strategies",
     "build_strategy",
     "duration",
+    "group_name",
+    "topic_name",
 ]
 
 ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
@@ -46,6 +55,25 @@ def duration(zero: bool = False, unit: str = "seconds") -> Callable[[str], float
 
     parse.__name__ = "duration"  # what argparse would name in a message of its own
     return parse
+
+
+def _name(check: Callable[[str], str], kind: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:
+            return check(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = kind
+    return parse
+
+
+topic_name = _name(check_topic_name, "topic name")
+"""An argparse ``type`` for a topic: the library's :func:`check_topic_name` (Java's rules), so that a name no
+broker would accept is one usage line naming the option, before anything is read or asked."""
+
+group_name = _name(check_group_name, "consumer group name")
+"""An argparse ``type`` for a consumer group: the library's :func:`check_group_name`."""
 
 
 def add_connection_options(parser: argparse.ArgumentParser, required: bool, what: str = NAMESRV_HELP) -> None:

@@ -25,6 +25,8 @@ from rocket_rebalance.commands.options import (
     add_strategy_options,
     build_strategies,
     build_strategy,
+    group_name,
+    topic_name,
 )
 from rocket_rebalance.inputs import read_input_text
 from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue
@@ -50,6 +52,7 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         "--topic",
         required=True,
         action="append",
+        type=topic_name,
         metavar="TOPIC",
         help="topic to plan; repeat for every topic the group subscribes to (its %%RETRY%% topic too): CROSS_TOPIC "
         "plans them all in one call, other strategies each on its own, and loads are shown over all of them",
@@ -62,7 +65,7 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="read the route from a TopicRouteData JSON file: one per -t, in the same order, or one for every topic",
     )
-    parser.add_argument("-g", "--group", default="", help="consumer group (passed to the strategy)")
+    parser.add_argument("-g", "--group", type=group_name, help="consumer group (passed to the strategy)")
 
 
 def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
@@ -162,7 +165,7 @@ def _mqadmin_order(args: argparse.Namespace, routes: Sequence[TopicRoute]) -> Pl
     (route,) = routes
     ids = _checked_members(parse_mqadmin_id_list(args.ip_list))
     result = mqadmin_allocate_mq(route, ids)
-    real = allocate_mq(route, ids, group=args.group)
+    real = allocate_mq(route, ids, group=args.group or "")
     differing = [cid for cid in result if set(result[cid]) != set(real.get(cid, ()))]
     if differing:
         print(

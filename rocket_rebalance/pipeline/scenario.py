@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, sort_client_ids
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, check_group_name, sort_client_ids
 from rocket_rebalance.pipeline.settings import parse_strategy
 
 __all__ = ["ACTIONS", "Scenario", "ScenarioError", "apply_scenario", "joiner_ids", "load_scenario"]
 
 
 class ScenarioError(ValueError):
-    """A scenario file that cannot be applied: unknown action or a missing field."""
+    """A scenario file that cannot be applied: unknown action, a missing field, a group name RocketMQ refuses."""
 
 
 ACTIONS = ("join", "leave", "broker_down", "strategy")
@@ -42,6 +42,12 @@ def _check_change(position: int, change: object) -> Mapping[str, Any]:
     group = change.get("group", "*")
     if not (isinstance(group, str) or (isinstance(group, list) and all(isinstance(g, str) for g in group))):
         raise ScenarioError(f"{where}: group must be a name, a list of names or '*'")
+    for name in [group] if isinstance(group, str) else group:
+        if name != "*":  # a group no broker would accept matches none of the snapshot: a typo, not a wish
+            try:
+                check_group_name(name)
+            except ValueError as error:
+                raise ScenarioError(f"{where}: {error}") from None
     if action in ("join", "leave"):
         ids, count = change.get("client_ids"), change.get("count")
         if ids is None and count is None:

@@ -5,14 +5,18 @@ one line on stderr and exit status 2, and an ``--out`` that is refused is left e
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
+from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, response_to
+from rocket_rebalance.snapshot_folder import MARKER, TABLES
 from tests.hostile.cli import one_line_error, run_cli
+from tests.scripted_server import ScriptedServer
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -98,3 +102,135 @@ def test_a_timeout_that_is_no_duration_is_a_usage_error(value: str, tmp_path: Pa
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("rocket-rebalance snapshot: error: argument --timeout: must be a finite number")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------ a cluster that goes away
+
+EARLIER_ROWS = {table: [{"earlier": table}] for table in TABLES}
+"""The rows of an earlier, complete snapshot: one recognisable row per table."""
+
+
+def earlier_snapshot(out: Path, files: Iterable[str] = ()) -> Path:
+    """An earlier complete ``snapshot`` output in ``out``; its marker lists its tables and ``files``."""
+    out.mkdir()
+    for table, rows in EARLIER_ROWS.items():
+        (out / f"{table}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    tables = [f"{table}.jsonl" for table in TABLES]
+    marker = {"written_by": "rocket-rebalance snapshot", "complete": True, "partial": False, "groups_read": 7}
+    (out / MARKER).write_text(json.dumps({**marker, "files": [*tables, *files]}), encoding="utf-8")
+    return out
+
+
+def folder_contents(out: Path) -> dict[str, str]:
+    """Every entry of ``out`` with its text (a symlink as ``-> target``)."""
+    return {
+        path.name: f"-> {os.readlink(path)}" if path.is_symlink() else path.read_text(encoding="utf-8")
+        for path in sorted(out.iterdir())
+    }
+
+
+@pytest.fixture
+def vanishing_cluster() -> Iterator[Callable[[set[str]], ScriptedServer]]:
+    """A name server and its one broker (RocketMQ's remoting wire) that list the groups GID_a and GID_b, answer
+    "no consumer online" for the connection list of each group in ``offline``, and go away (the listener and every
+    connection closed) at the first connection list of any other group."""
+    servers: list[ScriptedServer] = []
+
+    def start(offline: set[str]) -> ScriptedServer:
+        def handler(command: RemotingCommand) -> RemotingCommand | None:
+            if command.code == RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER:
+                return response_to(command, ResponseCode.SUCCESS, body=b'{"topicList":["TopicA"]}')
+            if command.code == RequestCode.GET_BROKER_CLUSTER_INFO:
+                table = '{"broker-a":{"brokerAddrs":{0:"' + server.address + '"},"brokerName":"broker-a"}}'
+                body = '{"brokerAddrTable":' + table + ',"clusterAddrTable":{"c":["broker-a"]}}'
+                return response_to(command, ResponseCode.SUCCESS, body=body.encode())
+            if command.code == RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
+                body = b'{"subscriptionGroupTable":{"GID_a":{"groupName":"GID_a"},"GID_b":{"groupName":"GID_b"}}}'
+                return response_to(command, ResponseCode.SUCCESS, body=body)
+            if command.code == RequestCode.GET_CONSUMER_CONNECTION_LIST and command.ext["consumerGroup"] in offline:
+                return response_to(command, ResponseCode.CONSUMER_NOT_ONLINE, remark="not online")
+            server.close()  # gone, mid-snapshot
+            return None
+
+        server = ScriptedServer(handler)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_a_cluster_gone_before_any_group_is_read_leaves_the_earlier_snapshot(
+    tmp_path: Path, vanishing_cluster: Callable[[set[str]], ScriptedServer]
+) -> None:
+    """Issue 26: 7 (probe §8): the earlier tables were deleted before the first group was read, and replaced by
+    empty ones under a marker saying ``"complete": true``. No group read is no snapshot: exit 2, nothing touched."""
+    out = earlier_snapshot(tmp_path / "snap")
+    before = folder_contents(out)
+    server = vanishing_cluster(set())
+    done = run("-n", server.address, "--out", out, "--timeout", "2")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    *progress, line = done.stderr.splitlines()
+    assert all(text.startswith("snapshot: ") and text.endswith(" rejected") for text in progress), progress
+    assert line.startswith("rocket-rebalance: no consumer group could be read"), line
+    assert "GID_a: connection list unreachable" in line and f"--out {out} is left as it was" in line, line
+    assert folder_contents(out) == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["snap"]  # no staging folder left behind
+
+
+def test_groups_read_counts_only_groups_that_were_read(
+    tmp_path: Path, vanishing_cluster: Callable[[set[str]], ScriptedServer]
+) -> None:
+    """GID_a answers (nobody online: read, and rejected for that), then the cluster goes before GID_b is read: a
+    partial snapshot of one group read, which replaces the earlier one whole."""
+    out = earlier_snapshot(tmp_path / "snap")
+    server = vanishing_cluster({"GID_a"})
+    done = run("-n", server.address, "--out", out, "--timeout", "2", "--concurrency", "1")
+    assert done.returncode == 3, done.stderr
+    summary = json.loads(done.stdout)
+    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    assert summary["groups_read"] == marker["groups_read"] == 1
+    assert marker["complete"] is True and marker["partial"] is True
+    reasons = {row["group"]: row["reason"] for row in map(json.loads, (out / "rejected.jsonl").open())}
+    assert reasons["GID_a"] == "group with no online consumer"
+    assert reasons["GID_b"].startswith("connection list unreachable"), reasons
+    assert sorted(folder_contents(out)) == sorted([MARKER, *(f"{table}.jsonl" for table in TABLES)])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["snap"]
+
+
+def test_planted_symlinks_in_an_earlier_snapshot_are_never_followed(
+    tmp_path: Path, vanishing_cluster: Callable[[set[str]], ScriptedServer]
+) -> None:
+    """Issue 26: 18 (probe §23): a ``.routes.jsonl.part`` symlink planted in an earlier snapshot was opened for
+    writing, and the file it points to overwritten with the routes table. The marker's temporary file too."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("precious\n", encoding="utf-8")
+    out = earlier_snapshot(tmp_path / "snap")
+    for name in (".routes.jsonl.part", ".rejected.jsonl.part", f".{MARKER}.part"):
+        (out / name).symlink_to("../precious.txt")
+    server = vanishing_cluster({"GID_a"})
+    done = run("-n", server.address, "--out", out, "--timeout", "2", "--concurrency", "1")
+    assert done.returncode == 3, done.stderr
+    assert precious.read_text(encoding="utf-8") == "precious\n"
+    assert json.loads((out / MARKER).read_text(encoding="utf-8"))["groups_read"] == 1
+    contents = folder_contents(out)
+    assert contents[".routes.jsonl.part"] == contents[".rejected.jsonl.part"] == "-> ../precious.txt"  # not listed
+    assert f".{MARKER}.part" not in contents  # the marker's own temporary name: removed as the link it was
+
+
+def test_a_symlink_listed_by_the_earlier_marker_is_removed_not_followed(
+    tmp_path: Path, vanishing_cluster: Callable[[set[str]], ScriptedServer]
+) -> None:
+    """A name the earlier marker lists (a run that died half-way lists its ``.part`` files) is deleted as the
+    link it is; what it points to stays."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("precious\n", encoding="utf-8")
+    out = earlier_snapshot(tmp_path / "snap", files=[".routes.jsonl.part"])
+    (out / ".routes.jsonl.part").symlink_to("../precious.txt")
+    (out / "routes.jsonl").unlink()
+    (out / "routes.jsonl").symlink_to("../precious.txt")
+    done = run("-n", vanishing_cluster({"GID_a"}).address, "--out", out, "--timeout", "2", "--concurrency", "1")
+    assert done.returncode == 3, done.stderr
+    assert precious.read_text(encoding="utf-8") == "precious\n"
+    assert not (out / ".routes.jsonl.part").exists() and not (out / "routes.jsonl").is_symlink()

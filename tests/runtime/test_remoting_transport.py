@@ -17,12 +17,10 @@ import pytest
 
 from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.remoting import (
-    FrameDecoder,
     RemotingCommand,
     RequestCode,
     ResponseCode,
     bodies,
-    encode,
     request,
     response_to,
 )
@@ -35,77 +33,10 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+from tests.scripted_server import Handler, ScriptedServer
 
-Handler = Callable[[RemotingCommand], RemotingCommand | None]
 MQ = MessageQueue("TopicT", "broker-a", 0)
 SILENCE = RemotingCommand(code=-1)  # what a handler returns to leave a request unanswered
-
-
-class ScriptedServer:
-    """A loopback server that decodes frames and answers each request with ``handler`` (None: no answer)."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
-        self.received: list[RemotingCommand] = []
-        self.connections: list[socket.socket] = []
-        self.accepted = 0
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self.connections.append(conn)
-                self.accepted += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        decoder = FrameDecoder()
-        while True:
-            try:
-                data = conn.recv(65536)
-            except OSError:
-                return
-            if not data:
-                return
-            for command in decoder.feed(data):
-                with self._lock:
-                    self.received.append(command)
-                if command.is_response:
-                    continue
-                answer = self.handler(command)
-                if answer is not None:
-                    try:
-                        conn.sendall(encode(answer))
-                    except OSError:
-                        return
-
-    def push(self, command: RemotingCommand) -> None:
-        """Send a request of the server's own to the latest client connection."""
-        with self._lock:
-            conn = self.connections[-1]
-        conn.sendall(encode(command))
-
-    def wait_for(self, condition: Callable[[list[RemotingCommand]], bool], timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                if condition(list(self.received)):
-                    return
-            time.sleep(0.01)
-        raise AssertionError("the server did not receive what was expected")
-
-    def close(self) -> None:
-        self.listener.close()
-        with self._lock:
-            for conn in self.connections:
-                conn.close()
 
 
 def route_body(address: str) -> bytes:
