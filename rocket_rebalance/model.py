@@ -26,6 +26,7 @@ __all__ = [
     "AclCredentials",
     "JAVA_INT_MAX",
     "MAX_GROUP_MEMBERS",
+    "MAX_ROUTE_BROKERS",
     "MAX_TOPIC_QUEUES",
     "MAX_VIRTUAL_NODES",
     "PERM_READ",
@@ -65,6 +66,10 @@ JAVA_INT_MAX = 2**31 - 1
 # error instead of gigabytes of memory. Real fleets stay far below them: RocketMQ topics have tens to a few
 # thousand queues, groups tens to hundreds of consumers, and Java's consistent hash uses 10 virtual nodes.
 MAX_TOPIC_QUEUES = 65_536  # readable queues of one topic, over all its brokers
+# Brokers one topic's route may name: the consumer keeps a connection, a heartbeat and a notification stream per
+# broker, so a route of 60,000 one-queue brokers (within the queue limit) took minutes to start and to stop.
+# RocketMQ clusters run a handful to a few hundred brokers.
+MAX_ROUTE_BROKERS = 1_024
 MAX_GROUP_MEMBERS = 10_000  # consumers in one group: a scenario, a preview, a member list the runtime accepts
 MAX_VIRTUAL_NODES = 10_000  # consistent-hash virtual nodes per consumer
 

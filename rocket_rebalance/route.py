@@ -13,8 +13,10 @@ A malformed file is a :class:`RouteError` naming the field and the line. Pure: p
 
 The topic is checked by the library's one name check, as Java's ``TopicValidator``. Limits, so that a typo cannot
 make a preview allocate gigabytes: a route holds at most :data:`~rocket_rebalance.model.MAX_TOPIC_QUEUES` readable
-queues over all its brokers, whatever its source (a file, the stub, a RocketMQ name server); JSON nests at most
-:data:`MAX_JSON_DEPTH` deep. Parsing is linear in the text.
+queues over all its brokers, and names at most :data:`~rocket_rebalance.model.MAX_ROUTE_BROKERS` brokers (a
+:class:`TooManyBrokersError` past it: a consumer keeps a connection, a heartbeat and a notification stream per
+broker), whatever its source (a file, the stub, a RocketMQ name server); JSON nests at most :data:`MAX_JSON_DEPTH`
+deep. Parsing is linear in the text.
 """
 
 from __future__ import annotations
@@ -27,15 +29,35 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rocket_rebalance.model import JAVA_INT_MAX, MAX_TOPIC_QUEUES, PERM_READ, PERM_WRITE, MessageQueue, check_topic_name
+from rocket_rebalance.model import (
+    JAVA_INT_MAX,
+    MAX_ROUTE_BROKERS,
+    MAX_TOPIC_QUEUES,
+    PERM_READ,
+    PERM_WRITE,
+    MessageQueue,
+    check_topic_name,
+)
 
-__all__ = ["MAX_JSON_DEPTH", "PERM_READ", "PERM_WRITE", "QueueData", "RouteError", "TopicRoute"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "PERM_READ",
+    "PERM_WRITE",
+    "QueueData",
+    "RouteError",
+    "TooManyBrokersError",
+    "TopicRoute",
+]
 
 MAX_JSON_DEPTH = 64  # a TopicRouteData nests 4 deep; Python's parser recurses and would overflow near 1,000
 
 
 class RouteError(ValueError):
     """A route that cannot be used; the message names the source, line and field."""
+
+
+class TooManyBrokersError(RouteError):
+    """A route naming more than :data:`~rocket_rebalance.model.MAX_ROUTE_BROKERS` brokers."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +99,12 @@ class TopicRoute:
             check_topic_name(self.topic)
         except ValueError as error:
             raise RouteError(str(error)) from None
+        if len(self.queue_datas) > MAX_ROUTE_BROKERS:  # checked first: it is also what bounds the sums below
+            count, names = len(self.queue_datas), len({data.broker_name for data in self.queue_datas})
+            named = f"{count} brokers" if names == count else f"{count} queue datas ({names} brokers)"
+            raise TooManyBrokersError(
+                f"the route of topic {self.topic} names {named}; the limit is {MAX_ROUTE_BROKERS} brokers per route"
+            )
         for kind, total in (
             ("readable", sum(data.read_queue_nums for data in self.queue_datas if data.readable)),
             ("writable", sum(data.write_queue_nums for data in self.queue_datas if data.writable)),

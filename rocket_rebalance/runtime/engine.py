@@ -8,9 +8,18 @@ filled the pool and kept membership look-ups waiting a second behind it); messag
 listener on a consume pool, one batch at a time per queue when orderly. It sleeps until the core's ``WakeAt``
 or its own next timer, and feeds ``Tick`` then.
 
-Around it, one thread per broker keeps the notification stream open (NOTIFY_CONSUMER_IDS_CHANGED wakes a round
-at once, as does a reconnect); a lost stream is reopened with backoff and never stops consumption. A server
-that is down or restarting is retried; the consumer keeps its queues meanwhile.
+Every broker a route names has a notification stream (NOTIFY_CONSUMER_IDS_CHANGED wakes a round at once, as
+does a reconnect); it holds no thread: the transport calls back (on its one reader) and the callbacks only post
+here. A lost stream is reopened with backoff, scheduled on the service thread's timers and opened on the I/O
+pool, and never stops consumption. Heartbeats go to every broker on a pool of :data:`BROKER_CALL_THREADS`, and
+the unregister at shutdown on another as small: the engine's thread count is fixed by its settings, whatever the
+routes say (a route names at most :data:`~rocket_rebalance.model.MAX_ROUTE_BROKERS` brokers). A failure at many
+brokers is one health kind naming them ("heartbeat", "pull", "broker connection"), one log line per interval.
+A server that is down or restarting is retried; the consumer keeps its queues meanwhile.
+
+``shutdown(timeout)`` keeps to its timeout as a whole: the unregister gets what the drain left of it, then the
+transport is closed, so no request of this consumer reaches a broker after ``shutdown()`` returned, and every
+thread of the engine is joined within what is left; it returns True only when all of that was done in time.
 """
 
 from __future__ import annotations
@@ -22,7 +31,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -89,9 +97,11 @@ from rocket_rebalance.runtime.transport import (
     Transport,
     TransportError,
 )
+from rocket_rebalance.runtime.workers import DaemonPool
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = [
+    "BROKER_CALL_THREADS",
     "HANDOVER_KIND",
     "LOCK_WAIT_KIND",
     "ClientIdSharedError",
@@ -134,6 +144,8 @@ class LockWaitError(Exception):
 
 
 LOCK_WAIT_KIND = "locks of allocated queues"
+NOTIFICATIONS_UNEXPECTED = "notifications: unexpected error"
+BROKER_CALL_THREADS = 4  # heartbeats (and, at shutdown, unregisters) in flight at once, however many brokers
 
 
 class HandoverStuckError(Exception):
@@ -215,51 +227,6 @@ class EngineSettings:
             check_duration("pull_wait_ms", self.pull_wait_ms, zero=True, unit="milliseconds")
 
 
-class _DaemonPool:
-    """The threads that run the listener: daemon threads, where ``ThreadPoolExecutor``'s are joined at interpreter
-    exit. A listener that never returns must not keep the process alive once ``shutdown()`` has returned; the batch
-    it holds was never committed, so the queue's next owner gets it again. Threads start at the first batch."""
-
-    def __init__(
-        self, size: int, name: str, initializer: Callable[[], None], on_failure: Callable[[Exception], None]
-    ) -> None:
-        self._size = size
-        self._name = name
-        self._initializer = initializer
-        self._on_failure = on_failure
-        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._started = False
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def submit(self, work: Callable[[], None]) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            if not self._started:
-                self._started = True
-                for number in range(self._size):
-                    threading.Thread(target=self._work, name=f"{self._name}_{number}", daemon=True).start()
-            self._tasks.put(work)
-
-    def shutdown(self) -> None:
-        """Drop the batches not begun (never handed out: not committed) and let idle threads end."""
-        with self._lock:
-            self._closed = True
-            while not self._tasks.empty():
-                self._tasks.get_nowait()
-            for _ in range(self._size if self._started else 0):
-                self._tasks.put(None)
-
-    def _work(self) -> None:
-        self._initializer()
-        while (work := self._tasks.get()) is not None:
-            try:
-                work()
-            except Exception as error:  # a batch's own failures are handled in it; anything else is reported
-                self._on_failure(error)
-
-
 @dataclass
 class _QueueRun:
     """The runtime's side of one started queue: where to pull next and what is waiting for the listener."""
@@ -305,17 +272,22 @@ class Engine:
         self._runs: dict[MessageQueue, _QueueRun] = {}
         self._generations = itertools.count(1)
         self._routes: dict[str, TopicRoute] = {}
-        self._streams: dict[str, threading.Thread] = {}
+        self._listening: set[str] = set()  # brokers whose notification stream is kept open (service thread)
+        self._listen_backoff: dict[str, float] = {}  # each broker's next reconnect delay (service thread)
         self._topics = self.core.topics  # what heartbeats announce; refreshed from each SendHeartbeat
         self._known_brokers: set[str] = set()
         self._brokers_lock = threading.Lock()
+        self._heartbeating: set[str] = set()  # brokers with a heartbeat under way (under _brokers_lock)
         self._open_streams: dict[str, NotificationStream] = {}
         self._closing = threading.Event()
         self._shutdown_done = threading.Event()
         self._own = threading.local()  # marks the threads of this engine: they must never wait for its shutdown
-        self._io = ThreadPoolExecutor(self.settings.io_threads, thread_name_prefix="rr-io", initializer=self._mark)
-        self._consume = _DaemonPool(
-            self.settings.consume_threads, "rr-consume", self._mark, partial(self._unexpected, "consume task")
+        self._io = DaemonPool(self.settings.io_threads, "rr-io", partial(self._unexpected, "I/O task"), self._mark)
+        self._consume = DaemonPool(
+            self.settings.consume_threads, "rr-consume", partial(self._unexpected, "consume task"), self._mark
+        )
+        self._broker_calls = DaemonPool(
+            BROKER_CALL_THREADS, "rr-heartbeat", partial(self._unexpected, "heartbeat task"), self._mark
         )
         self._thread = threading.Thread(target=self._loop, name="rebalance-service", daemon=True)
         self._service_lock = threading.Lock()
@@ -341,22 +313,26 @@ class Engine:
         self.post(Started())
 
     def shutdown(self, timeout: float = 15.0) -> bool:
-        """Stop taking messages, let in-flight ones finish, persist, unlock, unregister, close. True when clean."""
+        """Stop taking messages, let in-flight ones finish, persist, unlock, unregister, close: all within
+        ``timeout``. True when clean: every queue released, every broker told, every thread of the engine and of
+        its transport ended, in time. What is not done by then is abandoned, and the transport is closed before
+        this returns, so nothing of it reaches a broker afterwards (see the module docstring)."""
+        deadline = time.monotonic() + timeout
         self.post(ShutdownRequested())
         clean = self._shutdown_done.wait(timeout)
-        self._closing.set()
-        brokers = self._brokers()
-        if brokers:  # at every broker at once: the group rebalances as soon as one of them says we left
-            with ThreadPoolExecutor(len(brokers), thread_name_prefix="rr-unregister") as pool:
-                list(pool.map(self._unregister, brokers))
+        self._closing.set()  # no new request, heartbeat, pull or reconnect from here
+        clean = self._unregister_all(deadline) and clean
         for stream in list(self._open_streams.values()):
             stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
         self._inbox.put(None)
-        self._thread.join(timeout=5)
-        self._io.shutdown(wait=False, cancel_futures=True)
+        clean = self.transport.close(max(0.0, deadline - time.monotonic())) and clean
+        if self._thread is not threading.current_thread():
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+        self._io.shutdown()
         self._consume.shutdown()
-        self.transport.close()
-        return clean
+        self._broker_calls.shutdown(drop=False)  # each queued heartbeat sees the shutdown and returns at once
+        ended = [pool.join(deadline) for pool in (self._io, self._consume, self._broker_calls)]
+        return clean and all(ended) and not self._thread.is_alive()
 
     def _mark(self) -> None:
         self._own.mine = True
@@ -366,11 +342,28 @@ class Engine:
         Such a thread cannot wait for the shutdown: the shutdown waits for it."""
         return bool(getattr(self._own, "mine", False))
 
-    def _unregister(self, broker: str) -> None:
+    def _unregister_all(self, deadline: float) -> bool:
+        """Tell every broker we leave, :data:`BROKER_CALL_THREADS` at a time (the group rebalances as soon as one
+        of them says so), until ``deadline``; True when every broker answered or failed by then. Brokers not
+        reached are abandoned: the transport is closed next, and a broker drops a client whose connection closed."""
+        brokers = self._brokers()
+        if not brokers:
+            return True
+        pool = DaemonPool(
+            min(len(brokers), BROKER_CALL_THREADS), "rr-unregister", partial(self._unexpected, "unregister task")
+        )
+        done = self._at_brokers(pool, brokers, partial(self._unregister, deadline))
+        finished = done.wait(max(0.0, deadline - time.monotonic()))
+        pool.shutdown()
+        return pool.join(deadline) and finished
+
+    def _unregister(self, deadline: float, broker: str) -> None:
+        if time.monotonic() >= deadline:
+            return  # abandoned: the shutdown's time is spent
         try:
             self.transport.unregister(broker, self.config.client_id, self.config.consumer_group)
         except TransportError as error:
-            log.warning("unregister at %s failed: %s", broker, error)
+            self.health.failed("unregister", error, at=broker)
 
     def post(self, item: Event | Callable[[], None]) -> None:
         """Hand an event (or a callback to run on the service thread) to the core's thread."""
@@ -611,7 +604,7 @@ class Engine:
                 self._io_call(f"member list for {topic}", lambda: self._fetch_consumers(topic))
             case SendHeartbeat(topics=topics):
                 self._topics = topics
-                self._io_call("heartbeat", lambda: self._heartbeat(topics))
+                self._heartbeat(topics)  # on the broker pool: it does not wait here
             case LockQueues(broker_name=broker, queues=queues):
                 self._io_call(f"lock at {broker}", lambda: self._lock(broker, queues))
             case UnlockQueues(broker_name=broker, queues=queues):
@@ -690,10 +683,10 @@ class Engine:
             return None
         self.health.ok(f"route of {topic}")
         with self._brokers_lock:
-            new = [broker for broker in route.brokers() if broker not in self._known_brokers]
+            new = [broker for broker in dict.fromkeys(route.brokers()) if broker not in self._known_brokers]
             self._known_brokers.update(new)
         if new:
-            self._heartbeat(self._topics, new)
+            self._heartbeat(self._topics, new).wait()
         self.post(partial(self._route_known, route, new))
         return RouteUpdated(topic, frozenset(route.subscribe_queues()))
 
@@ -701,10 +694,9 @@ class Engine:
         """Keep the route, and open a notification stream to each broker seen for the first time."""
         self._routes[route.topic] = route
         for broker in new_brokers:
-            if broker not in self._streams and not self._closing.is_set():
-                stream = threading.Thread(target=self._listen, args=(broker,), name=f"rr-notify-{broker}", daemon=True)
-                self._streams[broker] = stream
-                stream.start()
+            if broker not in self._listening and not self._closing.is_set():
+                self._listening.add(broker)
+                self._listen_on_io(broker)
 
     def _brokers(self) -> list[str]:
         """Every broker any route has named (read from I/O threads too, hence the lock)."""
@@ -734,7 +726,12 @@ class Engine:
         self._languages.members_seen(ids, self.transport)
         return ConsumerListFetched(topic, tuple(ids))
 
-    def _heartbeat(self, topics: tuple[str, ...], brokers: Sequence[str] | None = None) -> None:
+    def _heartbeat(
+        self, topics: tuple[str, ...], brokers: Sequence[str] | None = None, then: Callable[[], None] | None = None
+    ) -> threading.Event:
+        """Register at ``brokers`` (every broker a route named, by default) on the broker pool, without waiting:
+        the event is set, and ``then`` called, once each has answered or failed. A broker whose heartbeat is still
+        under way is not sent another (a round of unresponsive brokers must not queue up behind the last)."""
         registration = GroupRegistration(
             self.config.consumer_group,
             push=self.config.push_consumer,
@@ -743,28 +740,72 @@ class Engine:
             topics=topics,
             expressions=self.expressions,
         )
-        for broker in self._brokers() if brokers is None else brokers:
-            self._check_subscriptions(broker, topics)
+        with self._brokers_lock:
+            wanted = sorted(self._known_brokers) if brokers is None else brokers
+            targets = [broker for broker in wanted if broker not in self._heartbeating]
+            self._heartbeating.update(targets)
+        return self._at_brokers(self._broker_calls, targets, partial(self._heartbeat_one, registration), then)
+
+    def _heartbeat_one(self, registration: GroupRegistration, broker: str) -> None:
+        try:
+            if self._closing.is_set():
+                return
+            self._check_subscriptions(broker, registration.topics)
+            self.transport.heartbeat(broker, self.config.client_id, registration)
+        except TransportError as error:
+            self.health.failed("heartbeat", error, at=broker)
+        else:
+            self.health.ok("heartbeat", at=broker)
+        finally:
+            with self._brokers_lock:
+                self._heartbeating.discard(broker)
+
+    @staticmethod
+    def _at_brokers(
+        pool: DaemonPool, brokers: Sequence[str], call: Callable[[str], None], then: Callable[[], None] | None = None
+    ) -> threading.Event:
+        """``call(broker)`` for each broker on ``pool``; the event is set, and ``then`` called, once every call
+        has returned (or was refused: the pool is shut down)."""
+        done = threading.Event()
+        left = [len(brokers)]
+        lock = threading.Lock()
+
+        def finished() -> None:
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                done.set()
+                if then is not None:
+                    then()
+
+        def one(broker: str) -> None:
             try:
-                self.transport.heartbeat(broker, self.config.client_id, registration)
-            except TransportError as error:
-                self.health.failed(f"heartbeat to {broker}", error)
-            else:
-                self.health.ok(f"heartbeat to {broker}")
+                call(broker)
+            finally:
+                finished()
+
+        if not brokers:
+            left[0] = 1
+            finished()
+        for broker in brokers:
+            if not pool.submit(partial(one, broker)):
+                finished()
+        return done
 
     def _check_subscriptions(self, broker: str, topics: Iterable[str]) -> None:
         """Compare the group's subscription table at ``broker`` with ours, just before our heartbeat rewrites it:
         the broker filters every member's pulls by that one table, so a member subscribing otherwise (``*`` beside
         ``TagA``, or other tags) makes the broker withhold messages from some members, which are then lost to the
-        group. Reported per topic until a later look finds the table alike (RocketMQ's "inconsistent
+        group. Reported per topic until a later look finds another member's row alike (RocketMQ's "inconsistent
         subscription"; mqadmin only says "different subscription", this names what differs)."""
-        kind = f"subscription check at {broker}"
         try:
             table = self.transport.subscription_table(broker, self.config.consumer_group)
         except TransportError as error:
-            self.health.failed(kind, error)
+            # advisory: an unreachable broker is the heartbeat's failure to report, and a user allowed to consume
+            # may not be allowed this read (ACL), which must not make a working consumer look unhealthy
+            log.debug("subscription check at %s skipped: %s", broker, error)
             return
-        self.health.ok(kind)
         for topic in topics:
             ours = self.expressions.get(topic) or SubscriptionExpression()
             row = table.get(topic)
@@ -853,10 +894,10 @@ class Engine:
         def done(result: PullResult | TransportError) -> None:
             if isinstance(result, TransportError):
                 if not self._closing.is_set():  # a shutdown closes the connections under the long polls it ends
-                    self.health.failed(f"pull from {mq.broker_name}", result)
+                    self.health.failed("pull", result, at=mq.broker_name)
                 self.post(lambda: self._pull_failed(mq, generation))
             else:
-                self.health.ok(f"pull from {mq.broker_name}")
+                self.health.ok("pull", at=mq.broker_name)
                 self.post(
                     lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
                 )
@@ -1041,50 +1082,68 @@ class Engine:
     # ------------------------------------------------------------------ notifications
 
     def _listen(self, broker: str) -> None:
-        """Keep this broker's notification stream open; every (re)connection and notification wakes a round. An
-        unexpected exception is reported and the stream opened again after the backoff: a dead thread here would
-        leave this broker's notifications unheard for good."""
-        self._mark()
-        low, high = self.settings.reconnect_backoff
-        backoff = low
-        while not self._closing.is_set():
-            try:
-                if self._listen_once(broker):
-                    backoff = low
-            except Exception as error:
-                self._unexpected(f"notifications from {broker}: unexpected error", error)
-            if self._closing.wait(backoff):
-                return
-            backoff = min(high, backoff * 2)
-
-    def _listen_once(self, broker: str) -> bool:
-        """One connection's notification stream, from connecting to its end; True when a notification came on it
-        (a good connection: the next one is tried after the shortest backoff)."""
+        """(On the I/O pool.) Open this broker's notification stream; what it says, and its end, come back by the
+        transport's callbacks, posted to the service thread. Any failure to open it is reported and the stream
+        tried again after the backoff: a broker whose stream is given up would have its notifications unheard for
+        good."""
+        if self._closing.is_set():
+            return
+        ended = threading.Event()  # this attempt's stream has ended: what comes after it is stale
         try:
-            stream = self.transport.connect(broker, self.config.client_id)
-        except TransportError as error:
-            self.health.failed(f"connection to {broker}", error)
-            return False
-        self.health.ok(f"connection to {broker}")
-        self.health.ok(f"notifications from {broker}: unexpected error")  # a new stream: whatever broke is past
+            stream = self.transport.connect(
+                broker,
+                self.config.client_id,
+                partial(self._notified, broker),
+                partial(self._stream_ended, broker, ended),
+            )
+        except Exception as error:
+            if self._closing.is_set():
+                return  # the shutdown closed the transport under it
+            if isinstance(error, TransportError):
+                self.health.failed("broker connection", error, at=broker)
+            else:
+                self.health.failed(NOTIFICATIONS_UNEXPECTED, error, logging.ERROR, traceback=True, at=broker)
+            self.post(partial(self._reconnect_later, broker))
+            return
+        self.health.ok(NOTIFICATIONS_UNEXPECTED, at=broker)  # a new stream: whatever broke is past
         self._open_streams[broker] = stream
         if self._closing.is_set():  # shutdown began while connecting
             stream.cancel()
+            return
+        if not ended.is_set():
+            self.health.ok("broker connection", at=broker)
         # A (re)connected broker may have restarted and forgotten us: register before rebalancing.
-        self._heartbeat(self._topics, [broker])
-        self.post(ConsumerIdsChanged())
-        heard = False
-        try:
-            for group in stream:
-                heard = True
-                if group == self.config.consumer_group:
-                    self.post(ConsumerIdsChanged())
-        except TransportError as error:
-            if not self._closing.is_set():
-                self.health.failed(f"connection to {broker}", error)
-        if not self._closing.is_set():
-            self.post(partial(self._connection_lost, broker))
-        return heard
+        self._heartbeat(self._topics, [broker], then=lambda: self.post(ConsumerIdsChanged()))
+
+    def _notified(self, broker: str, group: str) -> None:
+        """(On the transport's thread.) A notification: the stream is good, and a round is due if it is ours."""
+        self.post(partial(self._heard, broker, group))
+
+    def _heard(self, broker: str, group: str) -> None:
+        self._listen_backoff.pop(broker, None)  # a good connection: the next one is tried after the shortest wait
+        if group == self.config.consumer_group:
+            self._handle(ConsumerIdsChanged())
+
+    def _stream_ended(self, broker: str, ended: threading.Event, error: TransportError | None) -> None:
+        """(On the transport's thread, or in ``connect`` itself.) Report the loss and reconnect after the
+        backoff; nothing of it when it is the shutdown that ended the stream."""
+        ended.set()
+        if self._closing.is_set():
+            return
+        if error is not None:
+            self.health.failed("broker connection", error, at=broker)
+        self.post(partial(self._connection_lost, broker))
+        self.post(partial(self._reconnect_later, broker))
+
+    def _reconnect_later(self, broker: str) -> None:
+        """Open the broker's stream again after its backoff, which doubles up to the longest until it hears."""
+        low, high = self.settings.reconnect_backoff
+        delay = self._listen_backoff.get(broker, low)
+        self._listen_backoff[broker] = min(high, delay * 2)
+        self._later(delay, partial(self._listen_on_io, broker))
+
+    def _listen_on_io(self, broker: str) -> None:
+        self._io.submit(partial(self._listen, broker))  # refused once the engine shuts down: nothing to reopen
 
     def _connection_lost(self, broker: str) -> None:
         """The broker releases a client's locks when its connection closes, so ours there are gone now: say so

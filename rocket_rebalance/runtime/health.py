@@ -2,11 +2,15 @@
 
 A consumer retries everything (routes, heartbeats, pulls, offset writes), so one failure is no reason to stop;
 but a failure that lasts is something a person must act on (a wrong address, a wrong token, an unwritable offset
-file). Each kind of failure ("route of TopicTest", "pull from broker-a", "persist offsets") is logged at WARNING
+file). Each kind of failure ("route of TopicTest", "pull", "persist offsets") is logged at WARNING
 (ERROR where data is at stake) the first time and then at most once per ``quiet_interval`` with a count, so a
 flood of retries cannot flood the log; the next success of that kind clears it and says so. The application reads
 the same state: :attr:`Health.healthy`, :meth:`Health.report` (in ``describe()`` and the SIGUSR1 dump), and an
 ``on_error(kind, error)`` hook called on every failure.
+
+A call made to every broker ("heartbeat", "pull", "broker connection") is one kind whatever the number of
+brokers, with the brokers where it fails named in it (``at=``): a kind per broker would log a line per broker
+every interval, and a route may name a thousand brokers. Such a kind is cleared when it works again at every one.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["ErrorHook", "Health"]
 
@@ -32,6 +36,15 @@ class _Problem:
     last: float
     logged_at: float
     unlogged: int = 0
+    places: set[str] = field(default_factory=set)  # where it fails (``at=``)
+
+    def where(self) -> str:
+        """The places named in a line: the first five in order, then how many more."""
+        names = sorted(self.places)
+        if not names:
+            return ""
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        return f" at {', '.join(names[:5])}{more}"
 
 
 class Health:
@@ -49,9 +62,12 @@ class Health:
         self._problems: dict[str, _Problem] = {}
         self._lock = threading.Lock()
 
-    def failed(self, kind: str, error: Exception, level: int = logging.WARNING, traceback: bool = False) -> None:
-        """Record a failure of ``kind``; log it unless the same kind was logged less than ``quiet_interval`` ago
-        (with its traceback when asked: an application's own code failed, and where matters)."""
+    def failed(
+        self, kind: str, error: Exception, level: int = logging.WARNING, traceback: bool = False, at: str | None = None
+    ) -> None:
+        """Record a failure of ``kind`` (``at`` one broker, for a kind that spans them); log it unless the same
+        kind was logged less than ``quiet_interval`` ago (with its traceback when asked: an application's own
+        code failed, and where matters)."""
         now = self._clock()
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         with self._lock:
@@ -60,29 +76,38 @@ class Health:
                 problem = self._problems[kind] = _Problem(message, 0, now, now, now - self._quiet)
             problem.count += 1
             problem.message, problem.last = message, now
+            if at is not None:
+                problem.places.add(at)
             say = now - problem.logged_at >= self._quiet
             if say:
                 repeated, problem.unlogged, problem.logged_at = problem.unlogged, 0, now
+                where = problem.where()
             else:
                 problem.unlogged += 1
         if say:
             more = f" ({repeated} more failures since the last report)" if repeated else ""
-            log.log(level, "%s failing: %s%s", kind, message, more, exc_info=error if traceback else None)
+            log.log(level, "%s failing%s: %s%s", kind, where, message, more, exc_info=error if traceback else None)
         if self._on_error is not None:
             try:
                 self._on_error(kind, error)
             except Exception:  # the application's hook must not break the consumer
                 log.exception("the on_error hook failed")
 
-    def ok(self, kind: str) -> None:
-        """``kind`` works again: forget its failures (and say so if they were reported).
+    def ok(self, kind: str, at: str | None = None) -> None:
+        """``kind`` works again (``at`` that broker: the kind is cleared once it works at every broker where it
+        failed): forget its failures (and say so if they were reported).
 
         Called after every successful batch, so the usual case (nothing failing) takes no lock: a dict membership
         test is atomic, and a failure recorded just after it is cleared by the next success."""
         if kind not in self._problems:
             return
         with self._lock:
-            problem = self._problems.pop(kind, None)
+            problem = self._problems.get(kind)
+            if problem is not None and at is not None:
+                problem.places.discard(at)
+                if problem.places:
+                    return
+            self._problems.pop(kind, None)
         if problem is not None:
             log.warning("%s works again after %d failures", kind, problem.count)
 
@@ -96,6 +121,7 @@ class Health:
         now = self._clock()
         with self._lock:
             return {
-                kind: f"{p.message} ({p.count} failures over {now - p.since:.0f} s)"
+                kind: f"{p.where().lstrip()}{': ' if p.places else ''}{p.message} "
+                f"({p.count} failures over {now - p.since:.0f} s)"
                 for kind, p in sorted(self._problems.items())
             }

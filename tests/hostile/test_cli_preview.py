@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, MAX_TOPIC_QUEUES, MAX_VIRTUAL_NODES
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MAX_ROUTE_BROKERS, MAX_TOPIC_QUEUES, MAX_VIRTUAL_NODES
 from rocket_rebalance.route import MAX_JSON_DEPTH, RouteError, TopicRoute
 from rocket_rebalance.whatif import Change
 from tests.hostile.cli import one_line_error, run_cli
@@ -41,6 +41,17 @@ def test_the_queue_limit_counts_every_readable_broker_and_only_those(tmp_path: P
     TopicRoute.from_json("T", json.dumps({"queueDatas": [*readable, write_only]}))  # not subscribed: no queues
     with pytest.raises(RouteError, match="limit"):
         TopicRoute.from_json("T", json.dumps({"queueDatas": [*readable, {"brokerName": "c", "readQueueNums": 1}]}))
+
+
+def test_a_route_naming_too_many_brokers_is_one_line(tmp_path: Path) -> None:
+    """A consumer keeps a connection, a heartbeat and a stream per broker: 60,000 one-queue brokers (within the
+    queue limit) took minutes to start and stop (probe 11). Every command reads routes through the same check."""
+    brokers = [{"brokerName": f"b{i}", "readQueueNums": 1} for i in range(MAX_ROUTE_BROKERS + 1)]
+    path = route(tmp_path, *brokers)
+    said = f"names {MAX_ROUTE_BROKERS + 1} brokers; the limit is {MAX_ROUTE_BROKERS} brokers per route"
+    one_line_error(run("allocate-mq", "-t", "T", "--route", path, "-i", "a,b"), said)
+    path = route(tmp_path, *brokers[:MAX_ROUTE_BROKERS])
+    assert run("allocate-mq", "-t", "T", "--route", path, "-i", "a,b").returncode == 0
 
 
 def test_write_queues_are_bounded_like_read_queues() -> None:

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel
 from rocket_rebalance.runtime.consumer import PushConsumer
@@ -47,6 +49,40 @@ def test_repeated_failures_are_logged_once_per_interval_with_a_count(caplog: pyt
     assert health.report() == {"route of T": "cannot connect (101 failures over 31 s)"}
     health.ok("route of T")
     assert health.healthy and caplog.records[-1].getMessage() == "route of T works again after 101 failures"
+
+
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from([f"b{i}" for i in range(8)])), max_size=60))
+def test_a_kind_at_many_brokers_is_one_problem_naming_those_still_failing(steps: list[tuple[bool, str]]) -> None:
+    """One kind for a call made at every broker (probe 11: a kind per broker logged a line per broker): it stands
+    while any broker's last answer was a failure, names exactly those, and is logged once per time it begins."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("rocket_rebalance.runtime")
+    logger.addHandler(handler)
+    try:
+        health = Health(quiet_interval=30, clock=lambda: 0.0)
+        failing: set[str] = set()
+        began = ended = 0
+        for failed, broker in steps:
+            if failed:
+                began += not failing
+                failing.add(broker)
+                health.failed("heartbeat", OSError(f"down at {broker}"), at=broker)
+            else:
+                ended += broker in failing and failing == {broker}
+                failing.discard(broker)
+                health.ok("heartbeat", at=broker)
+            report = health.report()
+            assert ("heartbeat" in report) == bool(failing)
+            if failing:
+                shown = ", ".join(sorted(failing)[:5])
+                assert report["heartbeat"].startswith(f"at {shown}")
+    finally:
+        logger.removeHandler(handler)
+    said = [r.getMessage() for r in records]
+    assert len([line for line in said if line.startswith("heartbeat failing at ")]) == began
+    assert len([line for line in said if line.startswith("heartbeat works again")]) == ended
 
 
 def test_a_failing_hook_does_not_break_the_consumer(caplog: pytest.LogCaptureFixture) -> None:

@@ -126,18 +126,16 @@ def test_a_notification_wakes_the_stream_and_is_never_answered(serve: Callable[[
     server = serve(broker_like())
     transport = connected(server)
     try:
-        stream = transport.connect("broker-a", "127.0.0.1@py")
         groups: list[str] = []
-        reader = threading.Thread(target=lambda: groups.extend(g for g in stream), daemon=True)
-        reader.start()
+        ends: list[TransportError | None] = []
+        stream = transport.connect("broker-a", "127.0.0.1@py", groups.append, ends.append)
         server.push(request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "G"}, oneway=True))
         server.push(RemotingCommand(code=9999, opaque=77))  # a request that expects an answer, after the oneway
         server.wait_for(lambda got: any(c.is_response for c in got))
         answers = [c for c in server.received if c.is_response]
         assert [(c.opaque, c.code) for c in answers] == [(77, ResponseCode.REQUEST_CODE_NOT_SUPPORTED)]
         stream.cancel()
-        reader.join(2)
-        assert groups == ["G"]
+        assert groups == ["G"] and ends == [None]
     finally:
         transport.close()
 
@@ -148,12 +146,14 @@ def test_a_lost_connection_ends_the_notification_stream_with_an_error(
     server = serve(broker_like())
     transport = connected(server)
     try:
-        stream = transport.connect("broker-a", "127.0.0.1@py")
+        ended = threading.Event()
+        ends: list[TransportError | None] = []
+        transport.connect("broker-a", "127.0.0.1@py", lambda group: None, lambda e: (ends.append(e), ended.set()))
         for conn in server.connections:
             conn.shutdown(socket.SHUT_RDWR)
-        with pytest.raises(TransportError) as raised:
-            list(stream)
-        assert raised.value.code == "UNAVAILABLE"
+        assert ended.wait(5)
+        [error] = ends
+        assert isinstance(error, TransportError) and error.code == "UNAVAILABLE"
     finally:
         transport.close()
 

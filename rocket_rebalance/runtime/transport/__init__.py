@@ -15,7 +15,7 @@ failures without knowing the wire.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +35,7 @@ __all__ = [
     "BrokerRequests",
     "ConnectionRow",
     "ConsumerReport",
+    "GroupNotified",
     "GroupRegistration",
     "GroupSubscription",
     "Message",
@@ -44,6 +45,7 @@ __all__ = [
     "PullStatus",
     "QueueRunInfo",
     "RunningInfo",
+    "StreamEnded",
     "SubscriptionRefusedError",
     "Transport",
     "TransportError",
@@ -160,14 +162,17 @@ class GroupRegistration:
 
 
 class NotificationStream(Protocol):
-    """A broker's notification stream: yields the groups whose members changed; ``cancel()`` closes it.
-
-    The iteration ends (or raises :class:`TransportError`) when the connection to the broker is lost.
-    """
-
-    def __iter__(self) -> Iterator[str]: ...
+    """A broker's notification stream, opened by :meth:`Transport.connect`; ``cancel()`` ends it."""
 
     def cancel(self) -> None: ...
+
+
+GroupNotified = Callable[[str], None]
+"""Called with the group whose members changed (NOTIFY_CONSUMER_IDS_CHANGED)."""
+
+StreamEnded = Callable[["TransportError | None"], None]
+"""Called once when a notification stream ends: the error that ended it, or None (``cancel()``, ``close()``, or
+a server that ended it without an error)."""
 
 
 @dataclass(frozen=True)
@@ -358,13 +363,23 @@ class Transport(Protocol):
         :class:`TransportError` with code ``UNIMPLEMENTED`` where the server keeps no retry topics."""
         ...
 
-    def connect(self, broker: str, client_id: str) -> NotificationStream: ...
+    def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
+        """Open the broker's notification stream and return: ``on_group`` hears every group notified on it,
+        then ``on_end`` its end, once (it may come before this returns). No thread waits per stream: both are
+        called on the transport's own thread, shared by every stream, so they must return at once. Raises
+        :class:`TransportError` when the broker cannot be reached now (or tells ``on_end``, where the wire only
+        finds out later)."""
+        ...
 
     def attach(self, client: BrokerRequests) -> None:
         """Answer brokers' requests about this consumer (running info, consume directly) from ``client``."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, timeout: float | None = None) -> bool:
+        """End every connection and stream: no request leaves after this returns, and one in flight fails at
+        once. Then wait up to ``timeout`` seconds (None: the call timeout) for the transport's threads to end;
+        True when they did."""
+        ...
 
 
 class AdminTransport(Transport, Protocol):

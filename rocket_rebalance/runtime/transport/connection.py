@@ -1,13 +1,20 @@
-"""One TCP connection speaking RocketMQ's remoting protocol: requests multiplexed by opaque, inbound requests.
+"""TCP connections speaking RocketMQ's remoting protocol: requests multiplexed by opaque, inbound requests, and
+the one thread that reads them all.
 
-A connection owns one socket and one reader thread. Requests from any thread are written whole under a lock and
-wait for their answer by opaque; a request's completion is a callback, so a long-poll pull waits with no thread
-of its own (the reader calls it back). The reader also enforces each request's deadline, so an unanswered request
-fails with ``DEADLINE_EXCEEDED`` instead of waiting forever. Requests the server sends on the same connection
-(NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO ...) are told apart from responses by the flag's response
-bit, never by opaque (each side counts its own opaques), and handed to ``on_request``.
+A :class:`Connection` owns one socket. Requests from any thread are written whole under a lock and wait for their
+answer by opaque; a request's completion is a callback, so a long-poll pull waits with no thread of its own.
+Requests the server sends on the same connection (NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO ...) are
+told apart from responses by the flag's response bit, never by opaque (each side counts its own opaques), and
+handed to ``on_request``.
 
-When the connection ends for any reason, every request still waiting fails with ``UNAVAILABLE`` and ``on_close``
+Every connection of a pool is read by one :class:`Reactor`: a single thread with a selector over all their
+sockets, which also enforces each request's deadline, so an unanswered request fails with ``DEADLINE_EXCEEDED``
+instead of waiting forever. A thread per connection would make the thread count whatever a route says (a route
+may name up to :data:`~rocket_rebalance.model.MAX_ROUTE_BROKERS` brokers); with one reader it is fixed. The price
+is the rule that everything called on the reader (completions, ``on_request``, ``on_close``) returns at once:
+anything that may block is handed to a pool.
+
+When a connection ends for any reason, every request still waiting fails with ``UNAVAILABLE`` and ``on_close``
 is called once. The first bytes a server sends are checked for the signs of another protocol (an HTTP/2 server,
 say), so pointing the remoting wire at ``nameserver_stub`` ends with one line saying so, not a hang.
 """
@@ -26,11 +33,13 @@ from dataclasses import dataclass, replace
 from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, sniff_non_remoting
 from rocket_rebalance.runtime.transport import TransportError
 
-__all__ = ["Connection", "split_host_port"]
+__all__ = ["Connection", "Reactor", "split_host_port"]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 Completion = Callable[[RemotingCommand | TransportError], None]
+
+_TICK = 0.1  # how often the reactor looks at the deadlines, in seconds
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -46,8 +55,139 @@ class _Pending:
     done: Completion
 
 
+class Reactor:
+    """The one thread (``rr-remoting``) that reads every connection added to it; see the module docstring.
+
+    Started with the first connection; :meth:`close` stops it and waits for it. Sockets are registered, and
+    unregistered and closed, on the reactor's own thread only (a socket closed elsewhere first could see its
+    file number reused by a new one while the selector still holds it); other threads queue the change and wake
+    the reactor through a socket pair."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._selector.register(self._wake_reader, selectors.EVENT_READ)
+        self._lock = threading.Lock()
+        self._added: list[Connection] = []
+        self._retired: list[Connection] = []
+        self._connections: set[Connection] = set()
+        self._thread: threading.Thread | None = None
+        self._stopped = False  # close() was called: no connection is added any more
+        self._released = False  # every socket is closed, the selector too: a retired socket is closed in place
+
+    def add(self, connection: Connection) -> None:
+        with self._lock:
+            if self._stopped:
+                raise TransportError(f"transport to {connection.address} is closed", "UNAVAILABLE")
+            self._added.append(connection)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rr-remoting", daemon=True)
+                self._thread.start()
+        self._wake()
+
+    def retire(self, connection: Connection) -> None:
+        """Unregister and close ``connection``'s socket (already shut down), on the reactor's thread; in place
+        when that is the caller, or when the reactor never started or has released everything."""
+        with self._lock:
+            queued = self._thread is not None and not self._released and threading.current_thread() is not self._thread
+            if queued:
+                self._retired.append(connection)
+        if queued:
+            self._wake()
+        else:
+            self._forget(connection)
+
+    def close(self, timeout: float) -> bool:
+        """Stop reading (the connections are closed first, by their pool) and wait up to ``timeout`` for the
+        thread to end; True when it did."""
+        with self._lock:
+            self._stopped = True
+            thread = self._thread
+        self._wake()
+        if thread is None:
+            self._release()
+            return True
+        if thread is not threading.current_thread():
+            thread.join(timeout)
+        return not thread.is_alive() or thread is threading.current_thread()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_writer.send(b"\0")
+        except OSError:  # full (a wake-up is pending anyway) or closed (the reactor has ended)
+            pass
+
+    def _run(self) -> None:
+        next_expiry = time.monotonic() + _TICK
+        try:
+            while True:
+                with self._lock:
+                    stopped = self._stopped
+                    added, self._added = self._added, []
+                    retired, self._retired = self._retired, []
+                for connection in retired:
+                    self._forget(connection)
+                if stopped:
+                    for connection in added:
+                        connection.close()
+                    return
+                for connection in added:
+                    if connection.alive:
+                        self._selector.register(connection.sock, selectors.EVENT_READ, connection)
+                        self._connections.add(connection)
+                    else:
+                        self._forget(connection)
+                for key, _ in self._selector.select(timeout=max(0.0, next_expiry - time.monotonic())):
+                    if key.data is None:
+                        self._drain_wake()
+                    elif key.data.alive:
+                        key.data.readable()
+                now = time.monotonic()
+                if now >= next_expiry:
+                    for connection in list(self._connections):
+                        connection.expire(now)
+                    next_expiry = now + _TICK
+        except Exception:  # a reader that died would leave every request waiting until its deadline, unseen
+            log.exception("the remoting reader failed; closing its connections")
+            for connection in list(self._connections):
+                connection.close()
+        finally:
+            self._release()
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except OSError:  # nothing more to read (BlockingIOError) or closed
+            pass
+
+    def _forget(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        try:
+            self._selector.unregister(connection.sock)
+        except (KeyError, ValueError, OSError, RuntimeError):  # never registered, or the selector is closed already
+            pass
+        connection.sock.close()
+
+    def _release(self) -> None:
+        """The reactor's end: every socket it still holds is closed, then its own."""
+        with self._lock:
+            self._stopped = self._released = True
+            left = [*self._connections, *self._added, *self._retired]
+            self._added, self._retired = [], []
+        for connection in left:
+            connection.close()
+            self._forget(connection)
+        self._selector.close()
+        self._wake_reader.close()
+        self._wake_writer.close()
+
+
 class Connection:
-    """A live connection to ``address``; see the module docstring. Create it with :meth:`open`."""
+    """A live connection to ``address``, read by ``reactor``; see the module docstring. Create it with
+    :meth:`open`."""
 
     _opaques = itertools.count(1)  # process-wide, so a log line names one request unambiguously
 
@@ -55,11 +195,13 @@ class Connection:
         self,
         address: str,
         sock: socket.socket,
+        reactor: Reactor,
         on_request: Callable[[Connection, RemotingCommand], None],
         on_close: Callable[[Connection, TransportError], None],
     ) -> None:
         self.address = address
-        self._sock = sock
+        self.sock = sock
+        self._reactor = reactor
         self._on_request = on_request
         self._on_close = on_close
         self._write_lock = threading.Lock()
@@ -69,13 +211,13 @@ class Connection:
         self._close_error: TransportError | None = None
         self._decoder = FrameDecoder()
         self._answered = False
-        self._reader = threading.Thread(target=self._read_loop, name=f"rr-remoting-{address}", daemon=True)
 
     @classmethod
     def open(
         cls,
         address: str,
         connect_timeout: float,
+        reactor: Reactor,
         on_request: Callable[[Connection, RemotingCommand], None],
         on_close: Callable[[Connection, TransportError], None],
     ) -> Connection:
@@ -85,8 +227,12 @@ class Connection:
             raise TransportError(f"cannot connect to {address}: {error.strerror or error}", "UNAVAILABLE") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
-        connection = cls(address, sock, on_request, on_close)
-        connection._reader.start()
+        connection = cls(address, sock, reactor, on_request, on_close)
+        try:
+            reactor.add(connection)
+        except TransportError:
+            sock.close()
+            raise
         return connection
 
     @property
@@ -122,7 +268,7 @@ class Connection:
             if self._closed.is_set():
                 raise TransportError("connection closed", "UNAVAILABLE")
             try:
-                self._sock.sendall(data)
+                self.sock.sendall(data)
             except OSError as error:
                 self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
                 raise TransportError(f"write to {self.address} failed: {error}", "UNAVAILABLE") from None
@@ -131,42 +277,33 @@ class Connection:
         with self._pending_lock:
             return self._pending.pop(opaque, None)
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------ reading (on the reactor)
 
-    def _read_loop(self) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(self._sock, selectors.EVENT_READ)
+    def readable(self) -> None:
+        """The socket has bytes (or its end): read them and hand on every whole frame."""
         try:
-            while not self._closed.is_set():
-                try:
-                    readable = selector.select(timeout=0.1)
-                except (OSError, ValueError):  # the socket was closed by close() on another thread
-                    return
-                if readable:
-                    try:
-                        chunk = self._sock.recv(1 << 16)
-                    except OSError as error:
-                        self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
-                        return
-                    if not chunk:
-                        self._close(self._closed_by_peer())
-                        return
-                    if not self._answered:
-                        self._answered = True
-                        other = sniff_non_remoting(chunk)
-                        if other is not None:
-                            self._close(self._wrong_protocol(other))
-                            return
-                    try:
-                        commands = self._decoder.feed(chunk)
-                    except ProtocolError as error:
-                        self._close(TransportError(f"{self.address} sent a bad frame: {error}", "INTERNAL"))
-                        return
-                    for command in commands:
-                        self._dispatch(command)
-                self._expire(time.monotonic())
-        finally:
-            selector.close()
+            chunk = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
+            return
+        if not chunk:
+            self._close(self._closed_by_peer())
+            return
+        if not self._answered:
+            self._answered = True
+            other = sniff_non_remoting(chunk)
+            if other is not None:
+                self._close(self._wrong_protocol(other))
+                return
+        try:
+            commands = self._decoder.feed(chunk)
+        except ProtocolError as error:
+            self._close(TransportError(f"{self.address} sent a bad frame: {error}", "INTERNAL"))
+            return
+        for command in commands:
+            self._dispatch(command)
 
     def _closed_by_peer(self) -> TransportError:
         if not self._answered and self._pending:
@@ -197,7 +334,7 @@ class Connection:
         except Exception:  # a failing handler must not take the connection down
             log.exception("%s: handling request code %d failed", self.address, command.code)
 
-    def _expire(self, now: float) -> None:
+    def expire(self, now: float) -> None:
         """Fail the requests past their deadline, then close the connection, as Java's client does
         (``clientCloseSocketIfTimeout``): an answer that never came may be a frame stuck half-read, which would
         swallow every later answer on this connection, so the next request goes on a new one."""
@@ -238,10 +375,10 @@ class Connection:
             waiting = list(self._pending.values())
             self._pending.clear()
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            self.sock.shutdown(socket.SHUT_RDWR)  # the peer sees the end now; the socket is closed by the reactor
         except OSError:
             pass
-        self._sock.close()
+        self._reactor.retire(self)
         for pending in waiting:
             # A server of another kind is the whole story; which request found out is noise.
             said = str(error) if error.code == "FAILED_PRECONDITION" else f"{pending.name} at {self.address}: {error}"

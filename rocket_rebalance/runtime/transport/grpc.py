@@ -6,15 +6,21 @@ in the requests. Failures become :class:`TransportError` with the gRPC status na
 The stub asks a consumer about itself (an operator's ``ConsumerRunningInfo``) on the consumer's ``Connect``
 stream; the answer goes back in a ``ReportRunningInfo`` call, from a small pool of its own, because building it
 waits for the consumer's service thread and the stream must go on delivering notifications meanwhile.
+
+Every ``Connect`` stream (one per broker) is read by one asyncio loop on one thread, on an asyncio channel of its
+own: a synchronous gRPC stream holds a thread for as long as it is open, and a route may name up to
+:data:`~rocket_rebalance.model.MAX_ROUTE_BROKERS` brokers. So the transport's threads are that loop and the
+answers' pool, however many brokers.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TypeVar
 
@@ -36,6 +42,7 @@ from rocket_rebalance.runtime.transport import (
     BrokerRequests,
     ConnectionRow,
     ConsumerReport,
+    GroupNotified,
     GroupRegistration,
     GroupSubscription,
     Message,
@@ -44,11 +51,13 @@ from rocket_rebalance.runtime.transport import (
     PullResult,
     PullStatus,
     QueueRunInfo,
+    StreamEnded,
     SubscriptionRefusedError,
     TransportError,
     reported_expression,
     running_info_properties,
 )
+from rocket_rebalance.runtime.workers import DaemonPool
 from rocket_rebalance.subscription import TAG, SubscriptionExpression
 
 __all__ = ["GrpcTransport", "route_from_wire"]
@@ -109,34 +118,126 @@ def _wire_row(mq: MessageQueue, row: QueueRunInfo) -> common_pb2.QueueRunningInf
 
 
 class _GrpcNotifications:
-    """A Connect stream as an iterator of group names (the ``connected`` greeting is swallowed); running-info
-    requests on it go to ``asked(request_id, consumer_group)``, which must return at once."""
+    """One ``Connect`` stream, read on the transport's stream loop (:class:`_Streams`): group names go to
+    ``on_group``, running-info requests to ``asked(request_id, consumer_group)`` (both must return at once), the
+    ``connected`` greeting nowhere, and the stream's end to ``on_end``, once."""
 
-    def __init__(self, call: grpc.Call, address: str, asked: Callable[[str, str], None]) -> None:
-        self._call = call
-        self._address = address
+    def __init__(self, on_group: GroupNotified, on_end: StreamEnded, asked: Callable[[str, str], None]) -> None:
+        self._on_group = on_group
+        self._on_end = on_end
         self._asked = asked
+        self._ended = False
+        self._lock = threading.Lock()
+        self.future: concurrent.futures.Future[None] | None = None
 
-    def __iter__(self) -> Iterator[str]:
-        try:
-            for notification in self._call:
-                kind = notification.WhichOneof("notification")
-                if kind == "consumer_ids_changed":
-                    yield notification.consumer_ids_changed.consumer_group
-                elif kind == "running_info_request":
-                    request = notification.running_info_request
-                    self._asked(request.request_id, request.consumer_group)
-        except grpc.RpcError as error:
-            if isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.CANCELLED:
+    def deliver(self, notification: broker_pb2.BrokerNotification) -> None:
+        kind = notification.WhichOneof("notification")
+        if kind == "consumer_ids_changed":
+            self._on_group(notification.consumer_ids_changed.consumer_group)
+        elif kind == "running_info_request":
+            request = notification.running_info_request
+            self._asked(request.request_id, request.consumer_group)
+
+    def end(self, error: TransportError | None) -> None:
+        with self._lock:
+            if self._ended:
                 return
-            raise _error("Connect", self._address, error) from None
+            self._ended = True
+        self._on_end(error)
 
     def cancel(self) -> None:
-        self._call.cancel()
+        self.end(None)  # at once: a stream cancelled before the loop began it would never say so itself
+        if self.future is not None:
+            self.future.cancel()
+
+
+_loop_lock = threading.Lock()
+_shared_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _streams_loop() -> asyncio.AbstractEventLoop:
+    """The one asyncio loop, on one daemon thread, that reads every stub ``Connect`` stream of the process.
+
+    One for the process, never closed: gRPC's asyncio layer binds its completion queue to the loop it first runs
+    on, and a loop per transport, closed with the transport, made gRPC call into a closed loop (``Event loop is
+    closed``) once a second transport had been used. The thread belongs to no consumer, so it is named apart."""
+    global _shared_loop
+    with _loop_lock:
+        if _shared_loop is None:
+            _shared_loop = asyncio.new_event_loop()
+            threading.Thread(target=_shared_loop.run_forever, name="rocket-rebalance-grpc-loop", daemon=True).start()
+        return _shared_loop
+
+
+class _Streams:
+    """The ``Connect`` streams of one transport, read on the process's one streams loop (:func:`_streams_loop`),
+    over a channel of their own, and ended by :meth:`close`."""
+
+    def __init__(self, address: str, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._address = address
+        self._metadata = metadata
+        self._lock = threading.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()  # touched on the streams loop only
+        self._channel: grpc.aio.Channel | None = None
+        self._closed = False
+
+    def open(self, request: broker_pb2.ConnectRequest, stream: _GrpcNotifications) -> None:
+        with self._lock:
+            if self._closed:
+                raise TransportError(f"Connect at {self._address}: the transport is closed", "UNAVAILABLE")
+            stream.future = asyncio.run_coroutine_threadsafe(self._read(request, stream), _streams_loop())
+
+    async def _read(self, request: broker_pb2.ConnectRequest, stream: _GrpcNotifications) -> None:
+        ended: TransportError | None = None
+        if self._closed:  # closed after open() scheduled this: close()'s stop() did not see it
+            stream.end(None)
+            return
+        task = asyncio.current_task()
+        assert task is not None  # a coroutine run by the loop always has its task
+        self._tasks.add(task)
+        try:
+            if self._channel is None:  # an asyncio channel belongs to the loop it was made on
+                self._channel = grpc.aio.insecure_channel(self._address)
+            call = broker_pb2_grpc.BrokerStub(self._channel).Connect(request, metadata=self._metadata)
+            async for notification in call:
+                try:
+                    stream.deliver(notification)
+                except Exception:  # a failing callback must not end the stream
+                    log.exception("handling a notification from %s failed", request.broker_name)
+        except asyncio.CancelledError:
+            pass  # cancel() or close(): the stream already said it ended, or says so below
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.CANCELLED:
+                ended = _error("Connect", self._address, error)
+        finally:
+            self._tasks.discard(task)
+        stream.end(ended)
+
+    def close(self, timeout: float) -> bool:
+        """Cancel this transport's streams and close its channel; wait up to ``timeout`` for that."""
+        with self._lock:
+            if self._closed:
+                return True
+            self._closed = True  # no stream opens from now on
+
+        async def stop() -> None:
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self._channel is not None:
+                await self._channel.close()
+
+        done = asyncio.run_coroutine_threadsafe(stop(), _streams_loop())
+        try:
+            done.result(timeout)
+        except TimeoutError:
+            return False
+        return True
 
 
 def _error(call: str, address: str, error: grpc.RpcError) -> TransportError:
-    if isinstance(error, grpc.Call):
+    if isinstance(error, grpc.Call | grpc.aio.AioRpcError):
         code = error.code()
         details = error.details() or ""
         if code == grpc.StatusCode.UNAVAILABLE and "Socket closed" in details:
@@ -172,7 +273,8 @@ class GrpcTransport:
         self._admin = admin_pb2_grpc.AdminStub(self._channel)
         self._closed = threading.Event()
         self._client: BrokerRequests | None = None
-        self._answers = ThreadPoolExecutor(_ANSWER_THREADS, thread_name_prefix="rr-grpc-answer")
+        self._answers = DaemonPool(_ANSWER_THREADS, "rr-grpc-answer", self._answer_failed)
+        self._streams = _Streams(address, self._metadata)
         self._tag_expressions: dict[tuple[str, str], str] = {}  # (group, topic) -> sub_string, from heartbeats
 
     def _call(self, name: str, method: Callable[..., T], request: object, timeout: float | None = None) -> T:
@@ -389,10 +491,13 @@ class GrpcTransport:
         self._client = client
 
     def _asked(self, broker: str, client_id: str, request_id: str, consumer_group: str) -> None:
-        try:
-            self._answers.submit(self._report, broker, client_id, request_id, consumer_group)
-        except RuntimeError:  # closed: the stub's wait for us ends by its timeout
+        if not self._answers.submit(partial(self._report, broker, client_id, request_id, consumer_group)):
+            # closed: the stub's wait for us ends by its timeout
             log.debug("running-info request %s at %s after close: not answered", request_id, broker)
+
+    @staticmethod
+    def _answer_failed(error: Exception) -> None:
+        log.error("answering a running-info request failed unexpectedly", exc_info=error)
 
     def _report(self, broker: str, client_id: str, request_id: str, consumer_group: str) -> None:
         """Answer one running-info request; a failure is logged, and the operator's call ends by its timeout."""
@@ -476,13 +581,20 @@ class GrpcTransport:
         held = frozenset(_queue(row.queue) for row in answer.queues if not row.dropped)
         return ConsumerReport(client_id, held, dict(answer.properties))
 
-    def connect(self, broker: str, client_id: str) -> NotificationStream:
-        request = broker_pb2.ConnectRequest(broker_name=broker, client_id=client_id)
-        call = self._broker.Connect(request, metadata=self._metadata)
-        return _GrpcNotifications(call, self.address, partial(self._asked, broker, client_id))
+    def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
+        """Returns at once: the stream is opened on the stream loop, and a broker that cannot be reached is
+        told to ``on_end``."""
+        stream = _GrpcNotifications(on_group, on_end, partial(self._asked, broker, client_id))
+        self._streams.open(broker_pb2.ConnectRequest(broker_name=broker, client_id=client_id), stream)
+        return stream
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> bool:
+        """Close the channel (calls in flight fail at once) and the streams, then wait up to ``timeout`` (None:
+        the call timeout) for the stream loop and the answers' pool to end; True when they did."""
+        deadline = time.monotonic() + (self._timeout if timeout is None else timeout)
         if not self._closed.is_set():
             self._closed.set()
-            self._answers.shutdown(wait=False, cancel_futures=True)
+            self._answers.shutdown()
             self._channel.close()
+        ended = self._streams.close(max(0.0, deadline - time.monotonic()))
+        return self._answers.join(deadline) and ended

@@ -9,7 +9,8 @@ Java and Python members of one group keep one subscription table.
 
 * :mod:`.remoting_pool`: one TCP connection per name server or broker address, shared by every role (the broker
   keys a consumer by its connection, so heartbeats, pulls and the unregister all share it), the name servers tried
-  in turn, brokers' addresses learnt from routes and cluster info; ACL signing and TLS belong there;
+  in turn, brokers' addresses learnt from routes and cluster info, one reader thread for every connection and a
+  small work pool (a fixed number of threads, however many brokers); ACL signing and TLS belong there;
 * this module: the consumer's wire (heartbeat, unregister, consumer list, offsets, locks, pulls, send back);
 * :mod:`.remoting_inbound`: the requests a broker sends us (notifications, running info, consume directly);
 * :mod:`.remoting_admin`: the operator's reads (connections, topics, groups, running info, progress);

@@ -4,24 +4,29 @@ A RocketMQ broker talks back on the connection a consumer opened (it keys the co
 the remoting transport rather than a server of its own. NOTIFY_CONSUMER_IDS_CHANGED (oneway, never answered) wakes
 a rebalance through the notification stream of :meth:`RemotingInbound.connect`; GET_CONSUMER_RUNNING_INFO and
 CONSUME_MESSAGE_DIRECTLY are answered from the consumer given to :meth:`RemotingInbound.attach`; anything else that
-expects an answer gets REQUEST_CODE_NOT_SUPPORTED. Answers are built on a small pool of their own, because building
-one waits for the consumer, and the connection's reader must go on delivering responses meanwhile.
+expects an answer gets REQUEST_CODE_NOT_SUPPORTED.
+
+A notification stream holds no thread: the one reader of every connection (:class:`~.connection.Reactor`) hands
+each notification, and the stream's end, straight to the stream's callbacks, which only queue them. Answers are
+built on the pool's small work pool, because building one waits for the consumer, and the reader must go on
+delivering responses meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
+from functools import partial
 
 from rocket_rebalance.model import AclCredentials, MessageQueue
 from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, bodies, message, response_to
 from rocket_rebalance.runtime.transport import (
     BrokerRequests,
+    GroupNotified,
     NotificationStream,
+    StreamEnded,
     TransportError,
     running_info_properties,
 )
@@ -34,31 +39,26 @@ log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 
 class _Notifications:
-    """The groups a broker notified on one connection, until the connection ends or ``cancel()``."""
+    """The groups a broker notifies on one connection, to ``on_group``, until the connection ends or ``cancel()``
+    (then ``on_end``, once)."""
 
-    _END = object()
-
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, on_group: GroupNotified, on_end: StreamEnded) -> None:
         self.address = address
-        self._queue: queue.Queue[object] = queue.Queue()
-        self._error: TransportError | None = None
+        self._on_group = on_group
+        self._on_end = on_end
+        self._ended = False
+        self._lock = threading.Lock()
 
     def push(self, group: str) -> None:
-        self._queue.put(group)
+        if not self._ended:
+            self._on_group(group)
 
     def end(self, error: TransportError | None) -> None:
-        self._error = error
-        self._queue.put(self._END)
-
-    def __iter__(self) -> Iterator[str]:
-        while True:
-            item = self._queue.get()
-            if item is self._END:
-                if self._error is not None:
-                    raise self._error
+        with self._lock:
+            if self._ended:
                 return
-            assert isinstance(item, str)
-            yield item
+            self._ended = True
+        self._on_end(error)
 
     def cancel(self) -> None:
         self.end(None)
@@ -74,16 +74,15 @@ class RemotingInbound(RemotingPool):
         self._streams: dict[str, list[_Notifications]] = {}
         self._streams_lock = threading.Lock()
         self._client: BrokerRequests | None = None
-        self._inbound = ThreadPoolExecutor(2, thread_name_prefix="rr-inbound")
 
     def attach(self, client: BrokerRequests) -> None:
         self._client = client
 
-    def connect(self, broker: str, client_id: str) -> NotificationStream:
+    def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
         """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master, until it closes."""
         address = self._master(broker)
         connection = self._connection(address)
-        stream = _Notifications(address)
+        stream = _Notifications(address, on_group, on_end)
         with self._streams_lock:
             self._streams.setdefault(address, []).append(stream)
         if not connection.alive:
@@ -97,7 +96,7 @@ class RemotingInbound(RemotingPool):
             stream.end(None if self._closed else error)
 
     def _on_request(self, connection: Connection, command: RemotingCommand) -> None:
-        """Runs on the connection's reader: oneway notifications at once, anything slower on the inbound pool."""
+        """Runs on the reader: oneway notifications at once, anything slower on the work pool."""
         if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             group = command.ext.get("consumerGroup", "")
             with self._streams_lock:
@@ -108,7 +107,8 @@ class RemotingInbound(RemotingPool):
         if command.is_oneway:
             log.debug("%s sent oneway request code %d; ignored", connection.address, command.code)
             return
-        self._inbound.submit(self._answer, connection, command)
+        if not self._work.submit(partial(self._answer, connection, command)):
+            log.debug("%s sent request code %d after close; not answered", connection.address, command.code)
 
     def _answer(self, connection: Connection, command: RemotingCommand) -> None:
         try:
@@ -175,7 +175,3 @@ class RemotingInbound(RemotingPool):
             for topic in info.topics
         }
         return bodies.encode_running_info(properties, subscriptions, table, status)
-
-    def close(self) -> None:
-        super().close()
-        self._inbound.shutdown(wait=False, cancel_futures=True)

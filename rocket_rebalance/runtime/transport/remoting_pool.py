@@ -8,9 +8,16 @@ broker's requests to the consumer (notifications, running info) arrive on it too
 The pool knows which address to use: the name servers of the list are tried in turn, from the one that answered
 last; brokers are named as in routes, and their addresses are learnt from every route and from the cluster info
 (:meth:`RemotingPool.route`, :meth:`RemotingPool.brokers`, the two name-server reads every role relies on). A
-connection that fails is reopened on the next call, with a backoff (0.2 s doubling to 5 s) so a broker that is down
-is not hammered; a response ``GO_AWAY`` (a broker shutting down) retires the connection and the request is sent
-once more on a new one.
+broker no route gave an address for asks the cluster info at most once per :attr:`RemotingPool.CLUSTER_INFO_EVERY`
+seconds, one look-up at a time, whoever asks: a heartbeat round over a thousand such brokers costs one look-up,
+not a thousand. A connection that fails is reopened on the next call, with a backoff (0.2 s doubling to 5 s) so a
+broker that is down is not hammered; a response ``GO_AWAY`` (a broker shutting down) retires the connection and
+the request is sent once more on a new one.
+
+Threads: one reader for every connection (:class:`~.connection.Reactor`) and a pool of
+:data:`WORK_THREADS` for what the reader must not wait for (answering a broker's requests, opening a new
+connection after GO_AWAY). That is all, however many brokers the routes name. :meth:`RemotingPool.close` ends
+them: after it no request leaves, and every one in flight fails at once.
 
 Credentials and TLS live here: every connection is opened by :meth:`RemotingPool._open` (where a TLS socket would
 be made), and every request we send leaves through :meth:`RemotingPool._request`, which signs it with the ACL
@@ -46,13 +53,15 @@ from rocket_rebalance.remoting import (
 from rocket_rebalance.remoting.acl import sign
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import Message, TransportError
-from rocket_rebalance.runtime.transport.connection import Completion, Connection
+from rocket_rebalance.runtime.transport.connection import Completion, Connection, Reactor
+from rocket_rebalance.runtime.workers import DaemonPool
 
-__all__ = ["RemotingPool", "int_field", "parsed_body", "stored_message", "wire_error"]
+__all__ = ["WORK_THREADS", "RemotingPool", "int_field", "parsed_body", "stored_message", "wire_error"]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 _BACKOFF = (0.2, 5.0)
+WORK_THREADS = 2  # answers to brokers' requests and re-sends after GO_AWAY in progress at once
 _CODE_NAMES: dict[int, str] = {
     ResponseCode.TOPIC_NOT_EXIST: "NOT_FOUND",
     ResponseCode.QUERY_NOT_FOUND: "NOT_FOUND",
@@ -130,6 +139,9 @@ class RemotingPool(ABC):
     The requests a server sends on a connection go to :meth:`_on_request`, and the end of a connection is told to
     :meth:`_connection_ended`: what answers them (``remoting_inbound``) implements both."""
 
+    CLUSTER_INFO_EVERY = 5.0
+    """Seconds between cluster-info look-ups made for a broker that no route gave an address for."""
+
     def __init__(
         self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
     ) -> None:
@@ -146,6 +158,11 @@ class RemotingPool(ABC):
         self._addrs_lock = threading.Lock()
         self._sub_version = int(time.time() * 1000)  # the subscriptions' version in heartbeats, pulls, running info
         self._closed = False
+        self._reactor = Reactor()
+        self._work = DaemonPool(WORK_THREADS, "rr-remoting-work", self._work_failed)
+        self._cluster_info_lock = threading.Lock()
+        self._cluster_info_next = 0.0  # time.monotonic() before which an unknown broker asks no cluster info
+        self._cluster_info_error: TransportError | None = None  # how the last such look-up failed, if it did
 
     @abstractmethod
     def _on_request(self, connection: Connection, command: RemotingCommand) -> None:
@@ -166,33 +183,47 @@ class RemotingPool(ABC):
 
     def _open(self, address: str) -> Connection:
         """A new connection to ``address`` (TLS, when it comes, is chosen here)."""
-        return Connection.open(address, self._timeout, self._on_request, self._on_close)
+        return Connection.open(address, self._timeout, self._reactor, self._on_request, self._on_close)
+
+    @staticmethod
+    def _work_failed(error: Exception) -> None:
+        log.error("remoting work failed unexpectedly", exc_info=error)
 
     def _connection(self, address: str) -> Connection:
         if self._closed:
             raise TransportError(f"transport to {address} is closed", "UNAVAILABLE")
         link = self._link(address)
-        with link.lock:
-            if link.connection is not None and link.connection.alive:
-                return link.connection
+        with link.lock:  # one opening at a time per address
+            current = link.connection
+            if current is not None and current.alive:
+                return current
             now = time.monotonic()
             if now < link.retry_at and link.last_error is not None:
                 raise TransportError(f"{link.last_error} (next try in {link.retry_at - now:.1f} s)", "UNAVAILABLE")
             try:
-                link.connection = self._open(address)
+                connection = self._open(address)
             except TransportError as error:
                 link.last_error = error
                 link.retry_at = now + link.backoff
                 link.backoff = min(_BACKOFF[1], link.backoff * 2)
                 raise
-            link.backoff = _BACKOFF[0]
-            link.last_error = None
-            return link.connection
+            with self._links_lock:  # close() either sees this connection and closes it, or is seen here
+                accepted = not self._closed
+                if accepted:
+                    link.connection = connection
+            if accepted:
+                link.backoff = _BACKOFF[0]
+                link.last_error = None
+                return connection
+        connection.close()
+        raise TransportError(f"transport to {address} is closed", "UNAVAILABLE")
 
     def _on_close(self, connection: Connection, error: TransportError) -> None:
-        link = self._link(connection.address)
-        with link.lock:
-            if link.connection is connection:
+        """Forget a connection that ended. Runs on the reader: it takes only the short lock, never the link's,
+        which a thread opening a new connection to the same address holds for as long as connecting takes."""
+        with self._links_lock:
+            link = self._links.get(connection.address)
+            if link is not None and link.connection is connection:
                 link.connection = None
                 if error.code in ("FAILED_PRECONDITION",):  # a server of another kind: do not retry at once
                     link.last_error, link.retry_at = error, time.monotonic() + _BACKOFF[1]
@@ -220,6 +251,12 @@ class RemotingPool(ABC):
         if self._credentials is not None:
             command = sign(command, self._credentials)
 
+        def again() -> None:
+            try:
+                self._connection(connection.address).request(name, command, timeout, done)
+            except TransportError as error:
+                done(error)
+
         def first(answer: RemotingCommand | TransportError) -> None:
             if isinstance(answer, RemotingCommand) and answer.code == ResponseCode.NO_PERMISSION:
                 answer = self._refused(answer)
@@ -228,12 +265,8 @@ class RemotingPool(ABC):
                 return
             log.info("%s answered GO_AWAY to %s: reconnecting", connection.address, name)
             connection.close()
-            try:
-                again = self._connection(connection.address)
-            except TransportError as error:
-                done(error)
-                return
-            again.request(name, command, timeout, done)
+            if not self._work.submit(again):  # opening a connection waits: not on the reader, which reads for all
+                done(TransportError(f"{name} at {connection.address}: transport closed", "UNAVAILABLE"))
 
         connection.request(name, command, timeout, first)
 
@@ -334,12 +367,32 @@ class RemotingPool(ABC):
         with self._addrs_lock:
             addrs = self._broker_addrs.get(broker)
         if not addrs:
-            self.brokers()  # learns every broker's addresses
+            self._learn_cluster()
             with self._addrs_lock:
                 addrs = self._broker_addrs.get(broker)
         if not addrs:
             raise TransportError(f"no broker named {broker} in the cluster at {self.address}", "NOT_FOUND")
         return dict(addrs)
+
+    def _learn_cluster(self) -> None:
+        """Learn every broker's addresses from the cluster info, unless it was asked less than
+        :attr:`CLUSTER_INFO_EVERY` seconds ago (then its failure, if it failed, is this call's). One look-up at a
+        time: a caller that comes while one is under way waits for it and uses what it learnt."""
+        with self._cluster_info_lock:
+            if time.monotonic() < self._cluster_info_next:
+                failed = self._cluster_info_error
+                if failed is not None:
+                    raise TransportError(str(failed), failed.code)
+                return
+            try:
+                self.brokers()
+            except TransportError as error:
+                self._cluster_info_error = error
+                raise
+            else:
+                self._cluster_info_error = None
+            finally:
+                self._cluster_info_next = time.monotonic() + self.CLUSTER_INFO_EVERY
 
     def _master(self, broker: str) -> str:
         addrs = self._addresses(broker)
@@ -352,11 +405,15 @@ class RemotingPool(ABC):
             for broker, addrs in broker_addrs.items():
                 self._broker_addrs[broker] = dict(addrs)
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def close(self, timeout: float | None = None) -> bool:
+        """Close every connection (what waits on one fails at once, and nothing is sent after this), then wait
+        up to ``timeout`` (None: the call timeout) for the reader and the work pool to end; True when they did."""
+        deadline = time.monotonic() + (self._timeout if timeout is None else timeout)
         with self._links_lock:
+            self._closed = True
             connections = [link.connection for link in self._links.values() if link.connection is not None]
         for connection in connections:
             connection.close()
+        self._work.shutdown()
+        ended = self._reactor.close(max(0.0, deadline - time.monotonic()))
+        return self._work.join(deadline) and ended
