@@ -8,6 +8,7 @@ produce on demand. The server speaks the real codec over real sockets.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -425,5 +426,29 @@ def test_one_offset_java_cannot_take_fails_only_its_own_write(serve: Callable[[H
         assert stored == {good: 7}
         writes = [c for c in server.received if c.code == RequestCode.UPDATE_CONSUMER_OFFSET]
         assert [(c.ext["queueId"], c.ext["commitOffset"]) for c in writes] == [("1", "7")]
+    finally:
+        transport.close()
+
+
+def test_a_response_no_request_asked_for_is_a_warning(
+    serve: Callable[[Handler], ScriptedServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Probe 2026-11-24 #22: it was dropped at DEBUG. A request that timed out closes its connection, so such an
+    answer is the server's mistake, and Java's client warns of it too."""
+    server = serve(broker_like())
+    transport = connected(server)
+    try:
+        groups: list[str] = []
+        stream = transport.connect("broker-a", "127.0.0.1@py", groups.append, lambda _: None)
+        stray = RemotingCommand(code=ResponseCode.SUCCESS, opaque=987_654, flag=1)
+        with caplog.at_level(logging.WARNING, logger="rocket_rebalance.runtime.remoting"):
+            server.push(stray)
+            server.push(request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "G"}, oneway=True))
+            deadline = time.monotonic() + 10
+            while not groups and time.monotonic() < deadline:  # read in order: the stray answer came first
+                time.sleep(0.02)
+        assert groups == ["G"]
+        assert any("opaque 987654, which no request used" in r.getMessage() for r in caplog.records), caplog.text
+        stream.cancel()
     finally:
         transport.close()

@@ -325,7 +325,11 @@ class Connection:
         if command.is_response:
             pending = self._take(command.opaque)
             if pending is None:
-                log.debug("%s: response to opaque %d that nobody waits for (timed out?)", self.address, command.opaque)
+                # a request that timed out closed its connection, so no late answer can come here: the server
+                # answered something never asked (Java warns too: "receive response, cmd=..., but not matched")
+                log.warning(
+                    "%s: response %d to opaque %d, which no request used", self.address, command.code, command.opaque
+                )
                 return
             self._complete(pending, command)
             return
