@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from rocket_rebalance.commands import CommandError, printable
+from rocket_rebalance.commands import CommandError
 from rocket_rebalance.commands.options import add_connection_options, add_strategy_options, build_strategy, duration
-from rocket_rebalance.model import MessageQueue, sort_queues
+from rocket_rebalance.model import MessageQueue, printable, sort_queues
 from rocket_rebalance.route import PERM_WRITE
 
 __all__ = ["register"]

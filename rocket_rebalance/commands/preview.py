@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.commands import CommandError, printable
+from rocket_rebalance.commands import CommandError
 from rocket_rebalance.commands.options import (
     NAMESRV_HELP,
     add_connection_options,
@@ -26,7 +26,7 @@ from rocket_rebalance.commands.options import (
     build_strategy,
 )
 from rocket_rebalance.inputs import read_input_text
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable
 from rocket_rebalance.mqadmin import (
     MQADMIN_GROUP,
     allocate_mq,

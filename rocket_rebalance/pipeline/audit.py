@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX
+from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, printable
 from rocket_rebalance.pipeline.sides import MORE_CONSUMERS_THAN_QUEUES
 from rocket_rebalance.snapshot_folder import collector_notes
 
@@ -108,7 +108,10 @@ def run_audit(
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
-    cells = [[str(row[c]) if row[c] is not None else "" for c in columns] for row in rows]
+    """Aligned lines of ``rows``; every cell escaped (:func:`~rocket_rebalance.model.printable`): client IDs,
+    broker, topic and group names and the collector's reasons come from servers and consumers, and a newline or an
+    escape sequence in one must neither forge a row nor reach the terminal."""
+    cells = [[printable(str(row[c])) if row[c] is not None else "" for c in columns] for row in rows]
     widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in cells]
@@ -116,7 +119,8 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[st
 
 
 def format_audit(audit: Audit, limit: int, fmt: str) -> str:
-    """The audit as text (one table of findings, at most ``limit`` rows, then "... and M more") or JSON."""
+    """The audit as text (one table of findings, at most ``limit`` rows, then "... and M more"; every cell escaped)
+    or JSON (whose own escaping keeps the strings exact for a program)."""
     shown, more = audit.findings[:limit], max(0, len(audit.findings) - limit)
     notes, more_notes = audit.collector_rejected[:limit], max(0, len(audit.collector_rejected) - limit)
     if fmt == "json":
