@@ -38,6 +38,7 @@ from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, Repo
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot
 from rocket_rebalance.pipeline.validate import (
+    DUPLICATE_ROUTE,
     NAME_PATTERN,
     NOT_AN_OBJECT,
     ORPHAN_OBSERVED,
@@ -198,6 +199,17 @@ def _reason(table: str) -> Column:
     )
 
 
+def _duplicate_route() -> Column:
+    """:data:`~rocket_rebalance.pipeline.validate.DUPLICATE_ROUTE` for a routes row whose topic and broker another
+    row of the table names too (``validate.route_key``: both named), checked after the row checks."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    named = F.col("topic").isNotNull() & F.col("broker").isNotNull()
+    rows = F.count(F.lit(1)).over(Window.partitionBy("topic", "broker"))
+    return F.when(named & (rows > 1), F.lit(DUPLICATE_ROUTE))
+
+
 def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame], DataFrame]:
     """Good rows per table, and every bad row as (group, side, table, reason, row)."""
     from functools import reduce
@@ -208,7 +220,10 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
     bad_rows: list[DataFrame] = []
     for table, frame in frames.items():
         columns = [name for name in frame.columns if name != MALFORMED]
-        checked = frame.withColumn("_reason", F.coalesce(F.col(MALFORMED), _reason(table))).drop(MALFORMED)
+        rules = [F.col(MALFORMED), _reason(table)]
+        if table == "routes":
+            rules.append(_duplicate_route())
+        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED)
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
         bad = checked.filter(F.col("_reason").isNotNull()).select(
             (F.col("group") if "group" in columns else F.lit(None).cast("string")).alias("group"),

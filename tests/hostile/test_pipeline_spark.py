@@ -130,3 +130,32 @@ def test_an_error_in_a_python_worker_is_reduced_to_its_last_line(spark: Any) -> 
     with pytest.raises(Exception) as raised:
         spark.range(1).mapInArrow(fail, "id long").collect()
     assert spark_error_line(raised.value) == "NotADirectoryError: cannot create /out/groups.parquet"
+
+
+def test_a_topic_and_broker_listed_twice_in_routes_is_rejected_not_merged(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The routes table has one row per topic and broker; two rows for one (4 and 8 read queues) cannot both be
+    true and which is cannot be told, so every row of that topic and broker is rejected with the reason, whatever
+    the other rows' fate (a row refused for its own reason still names the pair), and the topic is analysed on
+    its other brokers only: never as one merged route."""
+    snapshot = tmp_path / "snap"
+    shutil.copytree(SAMPLE_SNAPSHOT, snapshot)
+    with (snapshot / "routes.jsonl").open("a") as routes:
+        routes.write(json.dumps({"topic": "PayTopic", "broker": "broker-a", "read_queue_nums": 8, "perm": 6}) + "\n")
+        routes.write(json.dumps({"topic": "BadTopic", "broker": "broker-a", "read_queue_nums": 2}) + "\n")
+        routes.write(json.dumps({"topic": "NoTopic", "broker": "broker-a", "read_queue_nums": "x"}) + "\n")
+        routes.write(json.dumps({"topic": "NoTopic", "broker": "broker-a", "read_queue_nums": 2}) + "\n")
+    found = rejected_by_spark(spark, snapshot, tmp_path / "out")
+    assert found == rejected_by_reference(snapshot)
+    duplicate = "topic and broker listed more than once in routes"
+    assert [reason for table, reason in found if table == "routes"].count(duplicate) == 4
+    assert ("routes", "negative read queue count") in found  # BadTopic's first row keeps its own reason
+    assert ("routes", "read_queue_nums is not a valid int") in found
+    rows = [json.loads(r["row"]) for r in pq.read_table(tmp_path / "out" / "rejected.parquet").to_pylist()]
+    assert sorted(r["read_queue_nums"] for r in rows if r.get("topic") == "PayTopic") == [4, 8]
+    assignments = pq.read_table(tmp_path / "out" / "assignments.parquet").to_pylist()
+    pay = {
+        (a["broker"], a["queue_id"])
+        for a in assignments
+        if (a["group"], a["topic"], a["side"]) == ("pay_service", "PayTopic", "before")
+    }
+    assert pay == {("broker-b", q) for q in range(4)}
