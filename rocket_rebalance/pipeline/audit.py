@@ -134,10 +134,11 @@ def run_audit(
     notes = collector_notes(snapshot)  # before Spark starts: a bad file is one line at once
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="rr-audit-"))
     try:
-        with spark_failures():
+        with spark_failures() as log:
             result = run_impact(
-                snapshot, folder, master=master, spark=spark, report=report, progress=progress, conf=conf
-            )
+                snapshot, folder, master=master, spark=spark, report=report, progress=progress, conf=conf,
+                spark_log=log,
+            )  # fmt: skip
         findings, total = _first_findings(folder / "violations.parquet", limit)
     finally:
         if out is None:
