@@ -103,7 +103,7 @@ def build_session(
             settings["spark.driver.bindAddress"] = "127.0.0.1"
             settings["spark.driver.host"] = "127.0.0.1"
     settings.update(conf or {})
-    spark_conf = SparkConf().setAll(list(settings.items()))
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
     if log is not None and SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         from pyspark.java_gateway import launch_gateway
 
