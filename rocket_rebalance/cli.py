@@ -13,7 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from rocket_rebalance.commands import CommandError, OneLineParser, printable
+from rocket_rebalance.commands import CommandError, OneLineParser
+from rocket_rebalance.model import printable
 
 __all__ = ["COMMAND_MODULES", "CommandError", "main"]
 

@@ -55,6 +55,7 @@ __all__ = [
     "java_md5_hash",
     "java_string_key",
     "prepare_rebalance_input",
+    "printable",
     "queues_of",
     "sort_client_ids",
     "sort_queues",
@@ -91,6 +92,15 @@ def check_duration(name: str, value: object, *, zero: bool = False, unit: str = 
 def duration_rule(zero: bool = False, unit: str = "seconds") -> str:
     """What :func:`check_duration` asks of a value, as the words of its error."""
     return f"must be a finite number of {unit} {'>= 0' if zero else '> 0'}"
+
+
+def printable(text: str) -> str:
+    """Text as it may go to a terminal: control characters escaped, so a client ID or broker name from a server
+    (or an error quoting one) cannot move the cursor, clear the screen or forge a line.
+
+    Here, with the other names the library reads from servers, so that every layer that prints them (the commands,
+    the pipeline's audit table) escapes them the one same way."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def java_string_key(value: str) -> bytes:

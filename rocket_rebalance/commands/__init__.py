@@ -6,15 +6,11 @@ import argparse
 import sys
 from typing import NoReturn
 
+from rocket_rebalance.model import printable
+
 
 class CommandError(Exception):
     """A failure to report as one line (``rocket-rebalance: <message>``) with exit status 2."""
-
-
-def printable(text: str) -> str:
-    """Text as it may go to a terminal: control characters escaped, so a client ID or broker name from a server
-    (or an error quoting one) cannot move the cursor, clear the screen or forge a line."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from rocket_rebalance.commands import CommandError, printable
+from rocket_rebalance.commands import CommandError
 from rocket_rebalance.commands.options import (
     acl_credentials,
     add_connection_options,
@@ -25,7 +25,7 @@ from rocket_rebalance.commands.options import (
     group_name,
     topic_name,
 )
-from rocket_rebalance.model import MessageQueue, sort_queues
+from rocket_rebalance.model import MessageQueue, printable, sort_queues
 from rocket_rebalance.route import PERM_WRITE
 
 __all__ = ["register"]

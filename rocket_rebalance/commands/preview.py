@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.commands import CommandError, printable
+from rocket_rebalance.commands import CommandError
 from rocket_rebalance.commands.options import (
     NAMESRV_HELP,
     acl_credentials,
@@ -29,7 +29,7 @@ from rocket_rebalance.commands.options import (
     topic_name,
 )
 from rocket_rebalance.inputs import read_input_text
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable
 from rocket_rebalance.mqadmin import (
     MQADMIN_GROUP,
     allocate_mq,

@@ -38,8 +38,6 @@ def _audit(args: argparse.Namespace) -> int:
 
     if args.report and not args.out:
         raise ValueError("--report needs --out: without it the output folder is deleted after the audit")
-    if args.limit < 0:
-        raise ValueError(f"--limit must be 0 or more, got {args.limit}")
     master = args.master or "local[*]"
     check_master(master)
     audit = run_audit(
@@ -48,6 +46,7 @@ def _audit(args: argparse.Namespace) -> int:
         master=master,
         conf=parse_conf(args.conf),
         report=args.report,
+        limit=args.limit,
     )
     print(format_audit(audit, args.limit, args.format))
     return audit.status

@@ -38,6 +38,7 @@ from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, Repo
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot
 from rocket_rebalance.pipeline.validate import (
+    DUPLICATE_ROUTE,
     NAME_PATTERN,
     NOT_AN_OBJECT,
     ORPHAN_OBSERVED,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
+    "SPARK_LOG_PREFIX",
     "ImpactError",
     "ImpactResult",
     "build_session",
@@ -70,37 +72,46 @@ class ImpactError(ValueError):
     the command-line package (the layering rule: it uses only the pure layers)."""
 
 
-def build_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
+def build_session(
+    master: str = "local[*]", conf: dict[str, str] | None = None, log: Path | None = None
+) -> SparkSession:
     """A SparkSession for the job: UI off, quiet logs, and this interpreter for the Python workers.
 
-    ``PYSPARK_PYTHON`` is set to this interpreter when unset, so workers import the same installed library.
+    ``PYSPARK_PYTHON`` is set to this interpreter when unset, so workers import the same installed library. With
+    ``log``, the JVM this process starts writes all its output there instead of the terminal: Spark's log4j lines
+    (its ERROR and WARN lines, with their Java frames), the JVM's own warnings and whatever the Python workers
+    print, which the command line would otherwise show before its one line. A JVM already running in this process
+    (a session started earlier) or spark-submit's own keeps the output it has.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.appName("rocket-rebalance-impact")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
-    )
+    settings = {
+        "spark.app.name": "rocket-rebalance-impact",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
+    }
     if master:
-        builder = builder.master(master)
+        settings["spark.master"] = master
         if master.startswith("local"):
-            local = {
-                # local mode runs the executors inside the driver JVM, whose default heap (1g) is small for a fleet
-                "spark.driver.memory": "4g",
-                # nothing outside this machine talks to a local job: its driver RPC and block manager (which have
-                # no authentication) listen on loopback, not on whatever address the host name resolves to
-                "spark.driver.bindAddress": "127.0.0.1",
-                "spark.driver.host": "127.0.0.1",
-            }
-            for key, value in local.items():
-                if key not in (conf or {}):
-                    builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+            # local mode runs the executors inside the driver JVM, whose default heap (1g) is small for a fleet
+            settings["spark.driver.memory"] = "4g"
+            # nothing outside this machine talks to a local job: its driver RPC and block manager (which have no
+            # authentication) listen on loopback, not on whatever address the host name resolves to
+            settings["spark.driver.bindAddress"] = "127.0.0.1"
+            settings["spark.driver.host"] = "127.0.0.1"
+    settings.update(conf or {})
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    if log is not None and SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        from pyspark.java_gateway import launch_gateway
+
+        with log.open("ab") as output:  # the JVM keeps its own handle
+            # launch_gateway's popen_kwargs are PySpark's own way to capture the JVM's output; it has no annotations
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": output, "stderr": output})  # type: ignore[no-untyped-call]
+        SparkContext(conf=spark_conf, gateway=gateway)  # the context the builder below then takes
+    spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -198,6 +209,17 @@ def _reason(table: str) -> Column:
     )
 
 
+def _duplicate_route() -> Column:
+    """:data:`~rocket_rebalance.pipeline.validate.DUPLICATE_ROUTE` for a routes row whose topic and broker another
+    row of the table names too (``validate.route_key``: both named), checked after the row checks."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    named = F.col("topic").isNotNull() & F.col("broker").isNotNull()
+    rows = F.count(F.lit(1)).over(Window.partitionBy("topic", "broker"))
+    return F.when(named & (rows > 1), F.lit(DUPLICATE_ROUTE))
+
+
 def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame], DataFrame]:
     """Good rows per table, and every bad row as (group, side, table, reason, row)."""
     from functools import reduce
@@ -208,7 +230,10 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
     bad_rows: list[DataFrame] = []
     for table, frame in frames.items():
         columns = [name for name in frame.columns if name != MALFORMED]
-        checked = frame.withColumn("_reason", F.coalesce(F.col(MALFORMED), _reason(table))).drop(MALFORMED)
+        rules = [F.col(MALFORMED), _reason(table)]
+        if table == "routes":
+            rules.append(_duplicate_route())
+        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED)
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
         bad = checked.filter(F.col("_reason").isNotNull()).select(
             (F.col("group") if "group" in columns else F.lit(None).cast("string")).alias("group"),
@@ -316,6 +341,7 @@ def run_impact(
     conf: dict[str, str] | None = None,
     inputs: Sequence[Path | str] = (),
     writer: WriterSpec | None = None,
+    spark_log: Path | None = None,
 ) -> ImpactResult:
     """Run the whole impact analysis; ``after`` and ``scenario`` are exclusive (neither: the snapshot alone).
 
@@ -324,6 +350,7 @@ def run_impact(
     snapshots, their tables and ``inputs``, further input files such as the scenario's, and hold nothing but an
     earlier run's output). ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped.
     ``writer`` says who writes the tables (default: the executors, with pyarrow; see :mod:`.writers`).
+    ``spark_log``: where the JVM a new session starts writes its output (see :func:`build_session`).
     """
     _check_arguments(after, scenario, partitions, master if spark is None else "")
     log = _StepLog(progress)
@@ -336,7 +363,7 @@ def run_impact(
     own_session = spark is None
     if spark is None:
         log(f"starting Spark ({master or 'master from spark-submit'})")
-        spark = build_session(master, conf)
+        spark = build_session(master, conf, spark_log)
     from rocket_rebalance.pipeline.writers import write_tables
 
     count, restore = _partition(spark, partitions)
@@ -611,7 +638,7 @@ def run_from_args(
     scenario = None
     if scenario_path is not None:
         scenario = load_scenario(read_input_text(Path(scenario_path), "--scenario"))
-    with spark_failures():
+    with spark_failures() as log:
         return run_impact(
             snapshot,
             args.out,
@@ -624,22 +651,43 @@ def run_from_args(
             conf=parse_conf(args.conf),
             writer=writer_spec(args.writer, args.format, args.write_option, args.table_prefix),
             inputs=[scenario_path] if scenario_path is not None else [],
+            spark_log=log,
         )
 
 
+SPARK_LOG_PREFIX = "rocket-rebalance-spark-"
+"""The name a run's Spark log starts with, in the system's temporary folder (``TMPDIR``)."""
+
+
 @contextmanager
-def spark_failures() -> Iterator[None]:
+def spark_failures() -> Iterator[Path]:
     """Raise a failure inside Spark (whatever the checks before it could not foresee) as :class:`ImpactError`, one
-    line, so no command shows a Java or Python stack trace; every other error passes unchanged."""
+    line, so no command shows a Java or Python stack trace; every other error passes unchanged.
+
+    Yields the run's log file (``rocket-rebalance-spark-*.log`` in the temporary folder, readable by its owner
+    only) for :func:`build_session`'s ``log``. The details of a Spark failure (Spark's whole message: the worker's
+    traceback, the Java frames) are appended to it, and the line names it; after a run that worked, or failed
+    before or apart from Spark (a one-line error of its own), the file is removed.
+    """
+    handle, name = tempfile.mkstemp(prefix=SPARK_LOG_PREFIX, suffix=".log")
+    os.close(handle)
+    log = Path(name)
+    keep = False
     try:
-        yield
+        yield log
     except Exception as error:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
 
         if not isinstance(error, (PySparkException, Py4JError)):
             raise
-        raise ImpactError(f"the Spark job failed: {spark_error_line(error)}") from None
+        with log.open("a", encoding="utf-8") as details:
+            details.write(f"\nrocket-rebalance: the Spark job failed: {type(error).__name__}: {error}\n")
+        keep = True
+        raise ImpactError(f"the Spark job failed: {spark_error_line(error)} (details in {log})") from None
+    finally:
+        if not keep:
+            log.unlink(missing_ok=True)
 
 
 def spark_error_line(error: BaseException) -> str:

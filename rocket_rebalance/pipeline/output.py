@@ -6,8 +6,9 @@ Each run replaces the previous run's tables, so the job deletes things in a fold
 * an output folder that is, contains or lies inside an input (a snapshot folder, one of its tables, the scenario
   file) is refused before anything is written;
 * a run marks its folder with :data:`MARKER` before it writes anything; a later run clears only a marked folder
-  (or an unmarked one that holds nothing but our output names and a ``summary.json``: an earlier version's output);
-  any other non-empty folder is refused;
+  (or an unmarked one that holds nothing but our output names, at least one of them a table folder of our part
+  files: an earlier version's output, written before the marker existed); any other non-empty folder is refused.
+  Output names alone prove nothing: a user's own ``summary.json`` and ``report.md`` would pass for ours;
 * even in our own folder only what the job writes is removed: the known tables, and in them only part files and
   Spark's bookkeeping files; a foreign file inside a table folder is refused rather than deleted or read as data.
   With ``--writer spark --format F`` a table is the folder ``<table>.F``: such folders are ours too (so switching
@@ -44,6 +45,9 @@ _OTHER_FORMAT_TABLES = re.compile(rf"({'|'.join(OUTPUT_TABLES)})\.[a-z][a-z0-9]*
 _OWN_TABLE_ENTRY = re.compile(r"\.?_?part-.+|\.?_SUCCESS(\.crc)?|_temporary")
 """What the job puts in a table folder: executors' part files (and their ``_``-prefixed temporaries), and what
 Spark's writer adds: its part files, ``.crc`` checksums, ``_SUCCESS``, ``_temporary``."""
+
+_PART_FILE = re.compile(r"part-.+")
+"""A finished part file, the one entry every table folder the job writes holds."""
 
 
 class OutputError(ValueError):
@@ -110,6 +114,14 @@ def _foreign_in_tables(fs: pafs.FileSystem, base: str, entries: Sequence[pafs.Fi
     return None
 
 
+def _our_table(fs: pafs.FileSystem, info: pafs.FileInfo) -> bool:
+    """A table folder of our making: at least one part file, and nothing the job would not have written."""
+    if not _is_table(info) or info.type != pafs.FileType.Directory:
+        return False
+    names = [_name(inner) for inner in _entries(fs, info.path)]
+    return any(_PART_FILE.fullmatch(n) for n in names) and all(_OWN_TABLE_ENTRY.fullmatch(n) for n in names)
+
+
 def claim_output(out: str, inputs: Iterable[Path | str] = ()) -> None:
     """Check ``out`` (see the module's rules), create it and mark it as ours; raises :class:`OutputError`.
 
@@ -124,7 +136,7 @@ def claim_output(out: str, inputs: Iterable[Path | str] = ()) -> None:
             raise OutputError(f"--out {out} is a file, not a folder")
         entries = _entries(fs, base) if info.type == pafs.FileType.Directory else []
         names = {_name(entry) for entry in entries}
-        earlier_version = "summary.json" in names and names <= _KNOWN
+        earlier_version = names <= _KNOWN and any(_our_table(fs, entry) for entry in entries)
         if entries and MARKER not in names and not earlier_version:
             shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
             raise OutputError(

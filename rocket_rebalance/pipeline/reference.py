@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,14 @@ from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, OUTPUT_TABLES, check_snapshot
-from rocket_rebalance.pipeline.validate import NOT_AN_OBJECT, ORPHAN_OBSERVED, row_reason, type_reason
+from rocket_rebalance.pipeline.validate import (
+    DUPLICATE_ROUTE,
+    NOT_AN_OBJECT,
+    ORPHAN_OBSERVED,
+    route_key,
+    row_reason,
+    type_reason,
+)
 from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, data_files
 
 __all__ = [
@@ -101,8 +108,8 @@ def read_snapshot(snapshot: Path, tables: Iterable[str], optional: tuple[str, ..
 
 
 def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
-    """Good rows by table; bad rows go to ``rejected`` with their reason (observed queues of consumers that are
-    not good members too, after the row checks)."""
+    """Good rows by table; bad rows go to ``rejected`` with their reason (after the row checks: routes rows naming
+    a topic and broker another row names too, and observed queues of consumers that are not good members)."""
     good: Tables = {}
 
     def refuse(table: str, reason: str, row: Row) -> None:
@@ -118,8 +125,11 @@ def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
 
     for table, rows in tables.items():
         keep = good.setdefault(table, [])
+        named = Counter(route_key(row) for row in rows) if table == "routes" else Counter()
         for row in rows:
             reason = row.pop(MALFORMED, None) or row_reason(table, row)
+            if reason is None and named[route_key(row)] > 1:
+                reason = DUPLICATE_ROUTE
             if reason is None:
                 keep.append(row)
             else:

@@ -4,8 +4,8 @@ The steps, in order: check the group's settings (:func:`_check_settings`), drop 
 subscription, resolve views given by digest, expand each subscribed topic's route into the queues a consumer sees
 (the route model's :class:`~rocket_rebalance.route.TopicRoute`), then per topic plan every distinct view once
 (:class:`ViewPlans`: for a strategy that spans topics, CROSS_TOPIC, every topic's queues in one call, as its
-consumers plan) and report the queues with no owner or two, and the consumers left idle; finally each consumer's
-skew over all topics.
+consumers plan) and report the queues with no owner or two, and the consumers left idle (per topic, or for a
+strategy that spans topics, with no queue of any topic); finally each consumer's skew over all topics.
 The returned :class:`Side` keeps what movement and the strategy comparison need, so nothing is planned twice.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -267,8 +267,8 @@ class _SideWork:
             effective = true_plan  # everyone planned on the true list: the same shares, and one object to compare
         side.shares[topic] = effective
         self.ownership(topic, mq_all, held, true_plan, plan_error)
-        if plan_error is None:
-            self.idle(topic, mq_all, effective, true_key)
+        if plan_error is None and not self.plans.spans:
+            self.idle(topic, len(mq_all), lambda cid: bool(effective.get(cid)))
         self.balance_row(topic, effective)
         for cid, share in effective.items():
             self.skew_totals[cid] += len(share)
@@ -347,27 +347,41 @@ class _SideWork:
             )
         self.side.unowned[topic] = unowned
 
-    def idle(self, topic: str, mq_all: QueueList, effective: Plan, true_key: ClientIdList) -> None:
-        """An ``idle_consumer`` row for each consumer that takes no queue of a topic that has queues, and why."""
+    def idle(self, topic: str | None, queues: int, holds: Callable[[str], bool]) -> None:
+        """An ``idle_consumer`` row for each consumer that ``holds`` nothing of ``queues`` queues, and why: those of
+        one topic (``topic``), or for a strategy that spans topics those of all of them (``topic`` None)."""
+        true_key = self.member_input.cid_all
         seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
         for member in self.members:
             cid = member["client_id"]
-            if effective.get(cid) or cid in self.unknown:
+            if holds(cid) or cid in self.unknown:
                 continue
             view = member.get("view")
             raw = true_key if view is None else tuple(view)
             seen = seen_sets.get(raw) or seen_sets.setdefault(raw, frozenset(raw))
             if cid not in seen:
                 why = "the consumer is missing from its own view of the members"
-            elif len(seen) > len(mq_all):
+            elif len(seen) > queues:
                 why = MORE_CONSUMERS_THAN_QUEUES
-            elif len(raw) > len(mq_all):  # Java counts a listed ID as often as it is listed
-                why = f"duplicate client ID: {len(raw)} members listed for {len(mq_all)} queues, {len(seen)} distinct"
+            elif len(raw) > queues:  # Java counts a listed ID as often as it is listed
+                why = f"duplicate client ID: {len(raw)} members listed for {queues} queues, {len(seen)} distinct"
             else:
                 why = "the strategy gives the consumer no queue"
             self.violation(
                 topic=topic, broker=None, queue_id=None, kind="idle_consumer", owners=[], client_id=cid, reason=why
             )
+
+    def idle_over_topics(self) -> None:
+        """For a strategy that spans topics (CROSS_TOPIC): one ``idle_consumer`` row (no topic) for each consumer
+        that takes no queue of any of the group's topics. Such a strategy balances each consumer's total, so one
+        without a queue of some topic while holding others' is the plan working, not a fault (and per topic, a
+        balanced group of 1,000 topics and 2,000 consumers would be two million rows). Not after the strategy
+        refused the true member list: as per topic, what it refused is reported, not the idleness it causes."""
+        side = self.side
+        if side.model == BROADCASTING or side.true_errors or not side.inputs:
+            return
+        totals = self.skew_totals  # each consumer's queues over all topics, from its own view
+        self.idle(None, sum(len(i.mq_all) for i in side.inputs.values()), lambda cid: totals[cid] > 0)
 
     def skew(self) -> None:
         """Each consumer's queues over all topics against the group's mean: topics balanced one by one can pile
@@ -431,6 +445,8 @@ def analyze_side(group: str, name: str, data: Data | None, out: Tables, known: S
                 topic=topic, broker=None, queue_id=None, kind="no_route", owners=[], client_id=None,
                 reason=skipped[topic],
             )  # fmt: skip
+    if work.plans.spans:
+        work.idle_over_topics()
     work.skew()
     return side
 

@@ -15,11 +15,13 @@ from typing import Any
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 
 __all__ = [
+    "DUPLICATE_ROUTE",
     "NAME_PATTERN",
     "NOT_AN_OBJECT",
     "ORPHAN_OBSERVED",
     "ROW_CHECKS",
     "TOO_MANY_QUEUES",
+    "route_key",
     "row_reason",
     "type_reason",
     "valid_name",
@@ -114,6 +116,20 @@ def _observed(row: Row) -> str | None:
 def _collector_note(row: Row) -> str | None:
     """The collector's own ``rejected`` rows are notes, not data: any row is kept (only its reasons are used)."""
     return None
+
+
+DUPLICATE_ROUTE = "topic and broker listed more than once in routes"
+"""The reason for every ``routes`` row whose topic and broker another row names too (whatever that row's own fate):
+the table has one row per topic and broker, two rows (4 and 8 read queues, say) cannot both be true and which one
+is cannot be told, so none is used rather than one guessed or both merged. Checked after the row checks (a row
+refused for its own reason keeps it), over the whole table."""
+
+
+def route_key(row: Row) -> tuple[str, str] | None:
+    """The topic and broker a ``routes`` row names, for :data:`DUPLICATE_ROUTE`; ``None`` when it names neither
+    fully (a line that is no JSON object, a missing column), so such rows are no one's duplicates."""
+    topic, broker = row.get("topic"), row.get("broker")
+    return (topic, broker) if isinstance(topic, str) and isinstance(broker, str) else None
 
 
 ORPHAN_OBSERVED = "observed queue of a consumer not in members"

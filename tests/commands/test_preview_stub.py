@@ -100,7 +100,7 @@ def test_produce_reports_what_the_broker_acknowledged(stub: str, run_cli: RunCli
 
 
 def test_printed_server_text_cannot_drive_the_terminal() -> None:
-    from rocket_rebalance.commands import printable
+    from rocket_rebalance.model import printable
 
     assert printable("127.0.0.1@x\x1b[2J\x07\n") == "127.0.0.1@x\\x1b[2J\\x07\\n"
     assert printable("127.0.0.1@é-ü") == "127.0.0.1@é-ü"

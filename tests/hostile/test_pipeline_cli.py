@@ -83,6 +83,48 @@ def test_impact_refuses_a_folder_of_someone_elses_files(tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.parametrize(
+    "tables",
+    [[], ["groups.parquet"], ["groups.parquet/notes.txt"]],
+    ids=["no table", "an empty table folder", "a table folder of other files"],
+)
+def test_impact_refuses_an_unmarked_folder_of_output_names_without_our_part_files(
+    tmp_path: Path, tables: list[str]
+) -> None:
+    """A user's own ``summary.json`` and ``report.md`` (output names, but no part file of ours beside them) are
+    not an earlier version's output: the folder is refused and nothing in it is touched."""
+    out = tmp_path / "userdocs"
+    out.mkdir()
+    (out / "summary.json").write_text('{"my": "own summary"}')
+    (out / "report.md").write_text("# my notes")
+    for name in tables:
+        if name.endswith("notes.txt"):
+            (out / name).parent.mkdir()
+            (out / name).write_text("mine")
+        else:
+            (out / name).mkdir()
+    before = digest(out)
+    refused(cli("impact", "--out", str(out)), "is not empty and holds no earlier impact output")
+    assert digest(out) == before and sorted(p.name for p in out.iterdir()) == sorted(
+        {"summary.json", "report.md", *(name.split("/")[0] for name in tables)}
+    )
+
+
+def test_an_unmarked_folder_holding_a_table_of_our_part_files_is_an_earlier_versions_output(tmp_path: Path) -> None:
+    """What docs/pipeline.md promises to accept: an older version's output, which had no marker, is recognised by
+    a table folder made of our part files; it is claimed (marked) and cleared like a marked one."""
+    from rocket_rebalance.pipeline.output import MARKER, claim_output, clear_output
+
+    out = tmp_path / "old"
+    (out / "groups.parquet").mkdir(parents=True)
+    (out / "groups.parquet" / "part-00000.parquet").write_text("an earlier run's rows")
+    (out / "summary.json").write_text("{}")
+    (out / "report.md").write_text("an earlier run's report")
+    claim_output(str(out))
+    clear_output(str(out))
+    assert [p.name for p in out.iterdir()] == [MARKER]
+
+
 def test_impact_refuses_a_foreign_file_inside_an_earlier_outputs_table(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (out / "groups.parquet").mkdir(parents=True)

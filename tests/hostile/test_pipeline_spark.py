@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +99,17 @@ def test_a_new_run_replaces_the_earlier_output_and_nothing_else(spark: Any, tmp_
     assert pq.read_table(out / "groups.parquet").num_rows == 6
 
 
-def test_a_failure_inside_spark_is_one_line(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_a_failure_inside_spark_is_one_line(
+    spark: Any,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tempfile
+
     from rocket_rebalance.pipeline.job import ImpactError, run_from_args
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
 
     args = argparse.Namespace(
         snapshot=f"file://{tmp_path}/missing",  # a URI: read by Spark, so only Spark can find it missing
@@ -117,6 +130,8 @@ def test_a_failure_inside_spark_is_one_line(spark: Any, tmp_path: Path) -> None:
     message = str(raised.value)
     assert message.startswith("the Spark job failed: ") and "\n" not in message
     assert "PATH_NOT_FOUND" in message
+    (log,) = (tmp_path / "tmp").iterdir()  # the details: Spark's whole message, in the file the line names
+    assert message.endswith(f"(details in {log})") and "PATH_NOT_FOUND" in log.read_text(encoding="utf-8")
 
 
 def test_an_error_in_a_python_worker_is_reduced_to_its_last_line(spark: Any) -> None:  # noqa: F811
@@ -130,3 +145,76 @@ def test_an_error_in_a_python_worker_is_reduced_to_its_last_line(spark: Any) -> 
     with pytest.raises(Exception) as raised:
         spark.range(1).mapInArrow(fail, "id long").collect()
     assert spark_error_line(raised.value) == "NotADirectoryError: cannot create /out/groups.parquet"
+
+
+def test_a_topic_and_broker_listed_twice_in_routes_is_rejected_not_merged(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The routes table has one row per topic and broker; two rows for one (4 and 8 read queues) cannot both be
+    true and which is cannot be told, so every row of that topic and broker is rejected with the reason, whatever
+    the other rows' fate (a row refused for its own reason still names the pair), and the topic is analysed on
+    its other brokers only: never as one merged route."""
+    snapshot = tmp_path / "snap"
+    shutil.copytree(SAMPLE_SNAPSHOT, snapshot)
+    with (snapshot / "routes.jsonl").open("a") as routes:
+        routes.write(json.dumps({"topic": "PayTopic", "broker": "broker-a", "read_queue_nums": 8, "perm": 6}) + "\n")
+        routes.write(json.dumps({"topic": "BadTopic", "broker": "broker-a", "read_queue_nums": 2}) + "\n")
+        routes.write(json.dumps({"topic": "NoTopic", "broker": "broker-a", "read_queue_nums": "x"}) + "\n")
+        routes.write(json.dumps({"topic": "NoTopic", "broker": "broker-a", "read_queue_nums": 2}) + "\n")
+    found = rejected_by_spark(spark, snapshot, tmp_path / "out")
+    assert found == rejected_by_reference(snapshot)
+    duplicate = "topic and broker listed more than once in routes"
+    assert [reason for table, reason in found if table == "routes"].count(duplicate) == 4
+    assert ("routes", "negative read queue count") in found  # BadTopic's first row keeps its own reason
+    assert ("routes", "read_queue_nums is not a valid int") in found
+    rows = [json.loads(r["row"]) for r in pq.read_table(tmp_path / "out" / "rejected.parquet").to_pylist()]
+    assert sorted(r["read_queue_nums"] for r in rows if r.get("topic") == "PayTopic") == [4, 8]
+    assignments = pq.read_table(tmp_path / "out" / "assignments.parquet").to_pylist()
+    pay = {
+        (a["broker"], a["queue_id"])
+        for a in assignments
+        if (a["group"], a["topic"], a["side"]) == ("pay_service", "PayTopic", "before")
+    }
+    assert pay == {("broker-b", q) for q in range(4)}
+
+
+PROGRESS = re.compile(r"impact \[\d+\] +\d+\.\ds .+")
+"""A progress line of the command itself (``impact [3]   12.4s reading and checking rows``)."""
+
+
+def audit_process(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``rocket-rebalance audit`` of the sample as a user runs it, with its temporary files under ``tmp_path``."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run(
+        [sys.executable, "-m", "rocket_rebalance", "audit", "--snapshot", str(SAMPLE_SNAPSHOT), "--master", "local[1]"]
+        + list(extra),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_a_failed_spark_task_is_one_line_and_its_details_are_in_the_file_it_names(tmp_path: Path) -> None:
+    """A task that fails in its Python worker (here: an address-space limit too small to import pyarrow) made
+    Spark print its ERROR lines, the worker's traceback and the Java frames before the command's own line; now
+    the command's line is all (beside its progress lines), and what Spark said is in the file the line names."""
+    done = audit_process(tmp_path, "--conf", "spark.executor.pyspark.memory=100m")
+    assert done.returncode == 2 and done.stdout == "", done.stderr[-3000:]
+    lines = done.stderr.splitlines()
+    own = [line for line in lines if not PROGRESS.fullmatch(line)]
+    assert len(own) == 1 and own[0] == lines[-1], done.stderr[-3000:]
+    found = re.fullmatch(r"rocket-rebalance: the Spark job failed: (.+) \(details in (.+)\)", own[0])
+    assert found is not None, own[0]
+    log = Path(found.group(2))
+    assert log.parent == tmp_path and log.is_file()
+    details = log.read_text(encoding="utf-8")
+    assert found.group(1) in details  # the line's reason, with everything around it
+    assert "ERROR Executor: Exception in task" in details and "Traceback (most recent call last)" in details
+    assert "\tat org.apache.spark." in details
+
+
+def test_a_run_that_works_prints_no_spark_output_and_leaves_no_log(tmp_path: Path) -> None:
+    done = audit_process(tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]  # the sample has findings
+    assert done.stderr and all(PROGRESS.fullmatch(line) for line in done.stderr.splitlines()), done.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []  # neither the log nor the audit's temporary output is left

@@ -40,6 +40,22 @@ def clean_snapshot(base: Path) -> Path:
     return snap
 
 
+def spanning_snapshot(base: Path, strategy: str) -> Path:
+    """One group of 4 consumers on 10 topics of 2 queues each (the probe's h12): CROSS_TOPIC gives every consumer 5
+    queues in all; AVG gives two consumers all 20 and leaves the other two with nothing."""
+    snap = base / strategy
+    snap.mkdir()
+    topics = [f"T{k}" for k in range(10)]
+    cids = [f"10.0.0.{k}@{k}" for k in range(1, 5)]
+    routes = [{"topic": t, "broker": b, "read_queue_nums": 1, "perm": 6} for t in topics for b in ("ba", "bb")]
+    write_jsonl(snap, "routes", routes)
+    write_jsonl(snap, "groups", [{"group": "G", "strategy": strategy, "message_model": "CLUSTERING"}])
+    write_jsonl(snap, "subscriptions", [{"group": "G", "topic": t} for t in topics])
+    write_jsonl(snap, "members", [{"group": "G", "client_id": cid} for cid in cids])
+    write_jsonl(snap, "offsets", [])
+    return snap
+
+
 @pytest.fixture
 def shared_session(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The command runs on the test session (which it must not stop) instead of starting a JVM of its own."""
@@ -140,3 +156,39 @@ def test_bad_input_is_one_line_and_exit_2(
     assert cli_main(["audit", "--snapshot", str(snap), *extra]) == 2
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("impact [")]
     assert len(err) == 1 and err[0].startswith("rocket-rebalance: ") and message in err[0], err
+
+
+def test_a_balanced_cross_topic_group_is_clean_and_an_avg_one_is_not(
+    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Idleness under a strategy that spans topics is judged on the consumer's total: a balanced CROSS_TOPIC group
+    has nothing to find, while AVG really leaves two consumers idle on every topic."""
+    assert cli_main(["audit", "--snapshot", str(spanning_snapshot(tmp_path, "CROSS_TOPIC"))]) == 0
+    assert capsys.readouterr().out.strip() == "no findings"
+    avg = spanning_snapshot(tmp_path, "AVG")
+    assert cli_main(["audit", "--snapshot", str(avg), "--format", "json", "--limit", "5"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    every = sorted(
+        (v["group"], v["topic"], v["side"], v["kind"], v["client_id"], v["reason"])
+        for v in run_reference(avg)["violations"]
+    )
+    assert len(every) == 20 and {row[3] for row in every} == {"idle_consumer"}
+    shown = [(f["group"], f["topic"], f["side"], f["kind"], f["where"], f["reason"]) for f in printed["findings"]]
+    assert shown == every[:5] and printed["more_findings"] == 15  # the first in sort order, the rest counted
+
+
+def test_the_audit_keeps_only_the_findings_it_prints(spark: Any, tmp_path: Path) -> None:
+    """A fleet may have millions of findings; the audit holds the first ``limit`` in sort order and counts the
+    others, so its memory does not grow with them, and says how many it left out."""
+    from rocket_rebalance.pipeline.audit import format_audit, run_audit
+
+    snap = spanning_snapshot(tmp_path, "AVG")
+    kept = run_audit(snap, spark=spark, limit=3, progress=lambda line: None)
+    assert len(kept.findings) == 3 and kept.left_out == 17 and kept.status == 1
+    whole = run_audit(snap, spark=spark, limit=100, progress=lambda line: None)
+    assert len(whole.findings) == 20 and whole.left_out == 0 and kept.findings == whole.findings[:3]
+    assert format_audit(kept, 3, "table").splitlines()[-1] == "... and 17 more"
+    assert format_audit(kept, 2, "table").splitlines()[-1] == "... and 18 more"
+    nothing = run_audit(snap, spark=spark, limit=0, progress=lambda line: None)
+    assert nothing.findings == [] and nothing.left_out == 20 and nothing.status == 1
+    assert format_audit(nothing, 0, "table").splitlines() == ["20 findings, none shown (the limit is 0)"]

@@ -202,3 +202,34 @@ def test_fleet_gen_gives_a_few_groups_the_new_strategies() -> None:
     names = Counter(parse_strategy(row["strategy"], row["options"]).name for row in settings)
     own = ["CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC-AVG", "CROSS_TOPIC-CONSISTENT_HASH_BOUNDED"]
     assert all(names[name] for name in own) and sum(names[name] for name in own) < 60 // 5  # present, a small share
+
+
+def idle_rows(strategy: str, consumers: int, topics: list[str], view: list[str] | None = None) -> list[dict[str, Any]]:
+    """The ``idle_consumer`` rows of a group of ``consumers`` on ``topics`` of two queues each (one per broker);
+    the last consumer plans on ``view`` when given."""
+    cids = CIDS[:consumers]
+    row = side([(c, view if c == cids[-1] else None) for c in cids], strategy, topics=topics)
+    row["routes"] = [{"topic": t, "broker": b, "read_queue_nums": 1, "perm": 6} for t in topics for b in BROKERS]
+    return [v for v in analyzed({"group": "G", "before": row})["violations"] if v["kind"] == "idle_consumer"]
+
+
+def test_a_strategy_that_spans_topics_is_idle_only_with_nothing_of_any_topic() -> None:
+    """10 topics of 2 queues, 4 consumers: CROSS_TOPIC gives each consumer 5 queues in all, though each topic only
+    2 of them, which is its plan working, not a fault; AVG leaves two consumers with nothing on every topic."""
+    assert idle_rows("CROSS_TOPIC", 4, TOPICS) == []
+    avg = idle_rows("AVG", 4, TOPICS)
+    assert Counter(v["topic"] for v in avg) == dict.fromkeys(TOPICS, 2)
+    assert {v["client_id"] for v in avg} == set(CIDS[2:4])
+
+
+def test_an_idle_consumer_of_a_spanning_strategy_is_one_row_for_all_topics() -> None:
+    """6 consumers for 4 queues in all: two hold nothing anywhere, one row each (no topic, the reason over all
+    topics), not one per topic; a consumer missing from its own view is idle over all topics for that reason."""
+    rows = idle_rows("CROSS_TOPIC", 6, TOPICS[:2])
+    assert sorted((v["topic"], v["client_id"], v["reason"]) for v in rows) == [
+        (None, cid, "more consumers than queues") for cid in sorted(CIDS[4:6])
+    ]
+    missing = idle_rows("CROSS_TOPIC", 3, TOPICS[:2], view=CIDS[:2])  # the third consumer's view lacks itself
+    assert [(v["topic"], v["client_id"], v["reason"]) for v in missing] == [
+        (None, CIDS[2], "the consumer is missing from its own view of the members")
+    ]
