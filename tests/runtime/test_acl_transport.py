@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -51,9 +52,9 @@ def _verified(command: RemotingCommand) -> bool:
     return command.ext.get(SIGNATURE) == signature(command.ext, command.body, SECRET)
 
 
-def test_every_request_is_signed_with_the_credentials(scripted: Callable[[Handler], ScriptedServer]) -> None:
-    server = scripted(broker_like(members))
-    consumer = PushConsumer(
+def signed_consumer(server: ScriptedServer, **extra: Any) -> PushConsumer:
+    """A consumer of GID_acl at the scripted server, with the test's credentials (token included)."""
+    return PushConsumer(
         server.address,
         "GID_acl",
         topics=["TopicT"],
@@ -62,9 +63,13 @@ def test_every_request_is_signed_with_the_credentials(scripted: Callable[[Handle
         access_key="reader",
         secret_key=SECRET,
         security_token=TOKEN,
-        fenced_handover=False,  # straight to pulls: no lock answers to script
-        **FAST,
+        **{**FAST, **extra},
     )
+
+
+def test_every_request_is_signed_with_the_credentials(scripted: Callable[[Handler], ScriptedServer]) -> None:
+    server = scripted(broker_like(members))
+    consumer = signed_consumer(server, fenced_handover=False)  # straight to pulls: no lock answers to script
     consumer.start()
     try:
         server.wait_for(lambda got: {RequestCode.HEART_BEAT, RequestCode.PULL_MESSAGE} <= {c.code for c in got})
@@ -92,18 +97,7 @@ def test_a_refusal_names_the_request_the_resource_and_the_access_key_from_the_fi
         reported.set()
 
     caplog.set_level(logging.DEBUG)
-    consumer = PushConsumer(
-        server.address,
-        "GID_acl",
-        topics=["TopicT"],
-        listener=lambda batch: None,
-        client_id="c1",
-        access_key="reader",
-        secret_key=SECRET,
-        security_token=TOKEN,
-        on_error=on_error,
-        **FAST,
-    )
+    consumer = signed_consumer(server, on_error=on_error)
     consumer.start()
     try:
         assert reported.wait(10)
