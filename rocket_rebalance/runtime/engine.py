@@ -83,7 +83,7 @@ from rocket_rebalance.model import (
     dead_letter_topic,
 )
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.runtime.health import ErrorHook, Health
+from rocket_rebalance.runtime.health import ErrorHook, Health, first_few
 from rocket_rebalance.runtime.members import MemberLanguages
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
 from rocket_rebalance.runtime.transport import (
@@ -157,12 +157,6 @@ class HandoverWithoutOffsetError(Exception):
 
 
 HANDOVER_KIND = "handovers of released queues"
-
-
-def _some(queues: Sequence[MessageQueue], shown: int = 5) -> str:
-    """The first few queues of a report, and how many more: a report must stay one readable line."""
-    more = f" and {len(queues) - shown} more" if len(queues) > shown else ""
-    return ", ".join(map(str, queues[:shown])) + more
 
 
 class SubscriptionMismatchError(Exception):
@@ -509,24 +503,31 @@ class Engine:
                 self._unexpected("rebalance service", error)
 
     def _report_waits(self, now: float) -> None:
-        """Say which queues wait, since with the fence such a queue is consumed by nobody meanwhile: those
-        allocated to us whose lock the broker refused for ``lock_wait_report`` seconds or more (L7), and those we
-        are giving up whose offset cannot be saved (L8). Each report clears once nothing of its kind waits."""
+        """Say which queues wait, since with the fence such a queue is consumed by nobody meanwhile; each report
+        clears once nothing of its kind waits."""
+        self._report_lock_waits(now)
+        self._report_stuck_releases(now)
+
+    def _report_lock_waits(self, now: float) -> None:
+        """Queues allocated to us whose lock the broker has refused for ``lock_wait_report`` seconds or more (L7)."""
         waits = {mq: now - since for mq, since in self.core.lock_waits().items()}
         long = sorted(mq for mq, waited in waits.items() if waited >= self.settings.lock_wait_report)
         if not long:
             self.health.ok(LOCK_WAIT_KIND)
-        else:
-            self.health.failed(
-                LOCK_WAIT_KIND,
-                LockWaitError(
-                    f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks "
-                    f"for up to {max(waits[mq] for mq in long):.0f} s ({_some(long)}). Another consumer holds "
-                    "them: one that is leaving hands them over within its drain timeout; one that was killed keeps "
-                    "them until the broker's lock lifetime (60 s) lapses; the broker does not say which consumer it "
-                    "is"
-                ),
-            )
+            return
+        self.health.failed(
+            LOCK_WAIT_KIND,
+            LockWaitError(
+                f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks "
+                f"for up to {max(waits[mq] for mq in long):.0f} s ({first_few(long)}). Another consumer holds "
+                "them: one that is leaving hands them over within its drain timeout; one that was killed keeps "
+                "them until the broker's lock lifetime (60 s) lapses; the broker does not say which consumer it "
+                "is"
+            ),
+        )
+
+    def _report_stuck_releases(self, now: float) -> None:
+        """Queues we are giving up whose offset cannot be saved (L8)."""
         stuck = self.core.stuck_releases()
         if not stuck:
             self.health.ok(HANDOVER_KIND)
@@ -537,7 +538,7 @@ class Engine:
             HandoverStuckError(
                 f"{len(stuck)} queues we are giving up cannot be handed over: their offsets cannot be saved "
                 f"({failures} failed writes over {now - min(since for since, _ in stuck.values()):.0f} s; "
-                f"{_some(sorted(stuck))}). They are consumed by nobody meanwhile; after "
+                f"{first_few(sorted(stuck))}). They are consumed by nobody meanwhile; after "
                 f"{self.config.handover_persist_attempts} failed writes each is handed over without its offset"
             ),
         )
@@ -797,8 +798,9 @@ class Engine:
         """Compare the group's subscription table at ``broker`` with ours, just before our heartbeat rewrites it:
         the broker filters every member's pulls by that one table, so a member subscribing otherwise (``*`` beside
         ``TagA``, or other tags) makes the broker withhold messages from some members, which are then lost to the
-        group. Reported per topic until a later look finds another member's row alike (RocketMQ's "inconsistent
-        subscription"; mqadmin only says "different subscription", this names what differs)."""
+        group. Reported per topic and broker until a later look there finds another member's row alike
+        (RocketMQ's "inconsistent subscription"; mqadmin only says "different subscription", this names what
+        differs)."""
         try:
             table = self.transport.subscription_table(broker, self.config.consumer_group)
         except TransportError as error:
@@ -811,7 +813,7 @@ class Engine:
             row = table.get(topic)
             topic_kind = f"subscription of {topic}"
             if row is None or (row.expression.filters_like(ours) and not row.ours):
-                self.health.ok(topic_kind)  # nobody else's, or another member's and alike
+                self.health.ok(topic_kind, at=broker)  # nobody else's row, or another member's and alike
                 continue
             if row.expression.filters_like(ours):
                 continue  # our own heartbeat's row: it says nothing of the other members, so a report stands
@@ -824,6 +826,7 @@ class Engine:
                     "member alike"
                 ),
                 logging.ERROR,
+                at=broker,  # each broker has its table: one where it agrees clears nothing at another
             )
 
     def _lock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:

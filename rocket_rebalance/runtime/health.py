@@ -18,14 +18,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["ErrorHook", "Health"]
+__all__ = ["ErrorHook", "Health", "first_few"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
 ErrorHook = Callable[[str, Exception], None]
+
+
+def first_few(names: Sequence[object], shown: int = 5) -> str:
+    """The first ``shown`` of ``names``, then how many more: a report stays one readable line however many
+    brokers or queues it is about."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(map(str, names[:shown])) + more
 
 
 @dataclass
@@ -40,11 +47,7 @@ class _Problem:
 
     def where(self) -> str:
         """The places named in a line: the first five in order, then how many more."""
-        names = sorted(self.places)
-        if not names:
-            return ""
-        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-        return f" at {', '.join(names[:5])}{more}"
+        return f" at {first_few(sorted(self.places))}" if self.places else ""
 
 
 class Health:
