@@ -45,6 +45,7 @@ __all__ = [
     "RebalanceInput",
     "GROUP_MAX_LENGTH",
     "TOPIC_MAX_LENGTH",
+    "TlsSettings",
     "build_client_id",
     "check_group_name",
     "check_topic_name",
@@ -437,3 +438,50 @@ class AclCredentials:
 
     def __str__(self) -> str:
         return f"access key {self.access_key}"
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """TLS for every connection of the remoting wire (name servers and brokers), as Java's ``useTLS``.
+
+    ``verify`` (the default) checks the server's certificate chain against ``ca_file`` (PEM), or against the
+    system's trusted certificates when no CA file is given. Host names are *not* checked: a broker registers its
+    IP address at the name server and a client connects to whatever the route says, and cluster certificates
+    rarely name every broker IP; Java's client does not check host names either (Netty's client context, as
+    RocketMQ builds it, has no endpoint identification). The chain check is what keeps a stranger out.
+    ``verify=False`` trusts any certificate: an explicit choice, warned about once per process when a transport
+    is opened with it, and refused together with a CA file (which would then check nothing).
+    ``cert_file`` is a client certificate (PEM) for servers that require one (mutual TLS), its private key in
+    ``key_file`` or in the certificate file itself. The files are read when a transport is opened (a missing
+    file, one that is not PEM, or a key that does not match its certificate is one line naming the file); this
+    class only holds the settings, so it stays pure like the rest of this module."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    verify: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("ca_file", "cert_file", "key_file"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise TypeError(f"tls {name} must be a file name (a non-empty str) or None, got {value!r}")
+        if not isinstance(self.verify, bool):
+            raise TypeError(f"tls verify must be a bool, got {type(self.verify).__name__}")
+        if self.key_file is not None and self.cert_file is None:
+            raise ValueError(f"a TLS key file ({self.key_file}) needs its certificate file (tls_cert_file)")
+        if not self.verify and self.ca_file is not None:
+            raise ValueError(
+                f"a TLS CA file ({self.ca_file}) is for verifying the server, which tls_verify=False turns off: "
+                "give one or the other"
+            )
+
+    def __str__(self) -> str:
+        if not self.verify:
+            trust = "no certificate verification"
+        elif self.ca_file is not None:
+            trust = f"verified against {self.ca_file}"
+        else:
+            trust = "verified against the system's trusted certificates"
+        client = "" if self.cert_file is None else f", client certificate {self.cert_file}"
+        return f"TLS ({trust}{client})"

@@ -5,6 +5,7 @@ Shared by the transport's own tests and the commands' hostile tests."""
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -17,10 +18,12 @@ Handler = Callable[[RemotingCommand], RemotingCommand | None]
 
 
 class ScriptedServer:
-    """A loopback server that decodes frames and answers each request with ``handler`` (None: no answer)."""
+    """A loopback server that decodes frames and answers each request with ``handler`` (None: no answer); with
+    ``tls``, every connection is a TLS server connection (a failed handshake just ends it)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
         self.handler = handler
+        self.tls = tls
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.received: list[RemotingCommand] = []
@@ -41,6 +44,14 @@ class ScriptedServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except OSError:  # ssl.SSLError included: the client refused us, or we refused it
+                conn.close()
+                return
+            with self._lock:
+                self.connections.append(conn)
         decoder = FrameDecoder()
         while True:
             try:

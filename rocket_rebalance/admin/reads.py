@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from rocket_rebalance.model import AclCredentials, check_group_name, check_topic_name
+from rocket_rebalance.model import AclCredentials, TlsSettings, check_group_name, check_topic_name
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ProgressRow, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport
@@ -37,9 +37,9 @@ class ServerError(OSError):
 
 @contextmanager
 def _transport(
-    address: str, token: str | None, timeout: float, credentials: AclCredentials | None
+    address: str, token: str | None, timeout: float, credentials: AclCredentials | None, tls: TlsSettings | None
 ) -> Iterator[AdminTransport]:
-    transport = open_transport(address, token=token, timeout=timeout, credentials=credentials)
+    transport = open_transport(address, token=token, timeout=timeout, credentials=credentials, tls=tls)
     try:
         yield transport
     finally:
@@ -65,10 +65,11 @@ def fetch_route(
     timeout: float = DEFAULT_TIMEOUT,
     token: str | None = None,
     credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
 ) -> TopicRoute:
     """The topic's route as the name server at ``address`` gives it."""
     check_topic_name(topic)
-    with _transport(address, token, timeout, credentials) as transport:
+    with _transport(address, token, timeout, credentials, tls) as transport:
         return _ask(address, f"topic {topic}", lambda: transport.route(topic))
 
 
@@ -79,6 +80,7 @@ def fetch_members(
     timeout: float = DEFAULT_TIMEOUT,
     token: str | None = None,
     credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
 ) -> list[str]:
     """The group's client IDs as the first broker of the topic's route knows them (GET_CONSUMER_LIST_BY_GROUP).
 
@@ -87,7 +89,7 @@ def fetch_members(
     """
     check_topic_name(topic)
     check_group_name(consumer_group)
-    with _transport(address, token, timeout, credentials) as transport:
+    with _transport(address, token, timeout, credentials, tls) as transport:
         route = _ask(address, f"topic {topic}", lambda: transport.route(topic))
         if not route.queue_datas:
             raise ServerError(f"topic {topic} has no broker up at {address}")
@@ -104,13 +106,14 @@ def consumer_progress(
     timeout: float = DEFAULT_TIMEOUT,
     token: str | None = None,
     credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
 ) -> list[ProgressRow]:
     """Per queue: broker offset, consumer offset, diff and owner (mqadmin ``consumerProgress``); of one ``topic``,
     or of every topic when it is empty."""
     check_group_name(consumer_group)
     if topic:
         check_topic_name(topic)
-    with _transport(address, token, timeout, credentials) as transport:
+    with _transport(address, token, timeout, credentials, tls) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_progress(consumer_group, topic))
 
 
@@ -120,8 +123,9 @@ def consumer_connection(
     timeout: float = DEFAULT_TIMEOUT,
     token: str | None = None,
     credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
 ) -> list[ConnectionRow]:
     """The group's connections at every broker that is up, with their subscriptions."""
     check_group_name(consumer_group)
-    with _transport(address, token, timeout, credentials) as transport:
+    with _transport(address, token, timeout, credentials, tls) as transport:
         return _ask(address, f"group {consumer_group}", lambda: transport.consumer_connections(consumer_group))

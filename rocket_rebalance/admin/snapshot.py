@@ -35,7 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import AclCredentials, check_group_name, check_topic_name, retry_topic, sort_queues
+from rocket_rebalance.model import (
+    AclCredentials,
+    TlsSettings,
+    check_group_name,
+    check_topic_name,
+    retry_topic,
+    sort_queues,
+)
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
@@ -355,6 +362,7 @@ def take_snapshot(
     timeout: float = 5.0,
     token: str | None = None,
     credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> SnapshotResult:
     """Collect the cluster at ``address`` into ``out`` (see the module's docstring).
@@ -372,7 +380,7 @@ def take_snapshot(
     check_folder(out, COLLECTOR)  # again when publishing: a refusal now costs no reading
     started = datetime.datetime.now(datetime.UTC)
     filters = _Filters(tuple(group_patterns), tuple(topic_patterns), include_system)
-    transport = open_transport(address, token=token, timeout=timeout, credentials=credentials)
+    transport = open_transport(address, token=token, timeout=timeout, credentials=credentials, tls=tls)
     try:
         return _collect(transport, _Target(address, wire, out, started), filters, concurrency, progress)
     finally:

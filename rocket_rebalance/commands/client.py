@@ -23,6 +23,7 @@ from rocket_rebalance.commands.options import (
     build_strategy,
     duration,
     group_name,
+    tls_settings,
     topic_name,
 )
 from rocket_rebalance.model import MessageQueue, printable, sort_queues
@@ -109,6 +110,7 @@ def _run_consume(args: argparse.Namespace) -> int:
         if value is not None
     }
     credentials = acl_credentials(args)
+    tls = tls_settings(args)
     consumer = PushConsumer(
         args.namesrv,
         args.group,
@@ -129,6 +131,11 @@ def _run_consume(args: argparse.Namespace) -> int:
         access_key=None if credentials is None else credentials.access_key,
         secret_key=None if credentials is None else credentials.secret_key,
         security_token=None if credentials is None else credentials.security_token,
+        tls=tls is not None,
+        tls_ca_file=None if tls is None else tls.ca_file,
+        tls_cert_file=None if tls is None else tls.cert_file,
+        tls_key_file=None if tls is None else tls.key_file,
+        tls_verify=tls is None or tls.verify,
         offset_file=args.offsets,
         reset_offsets=args.reset_offsets,
         **intervals,
@@ -204,7 +211,9 @@ def _run_produce(args: argparse.Namespace) -> int:
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise CommandError("--count and --size must be >= 0 and --batch >= 1")
     properties = _properties(args.property)
-    transport = open_transport(args.namesrv, token=args.token, credentials=acl_credentials(args))
+    transport = open_transport(
+        args.namesrv, token=args.token, credentials=acl_credentials(args), tls=tls_settings(args)
+    )
     sent = 0
     try:
         if args.create is not None:
@@ -243,7 +252,12 @@ def _run_progress(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.reads import consumer_progress
 
     rows = consumer_progress(
-        args.namesrv, args.group, args.topic or "", token=args.token, credentials=acl_credentials(args)
+        args.namesrv,
+        args.group,
+        args.topic or "",
+        token=args.token,
+        credentials=acl_credentials(args),
+        tls=tls_settings(args),
     )
     if args.json:
         print(
@@ -278,7 +292,9 @@ def _run_progress(args: argparse.Namespace) -> int:
 def _run_connection(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.reads import consumer_connection
 
-    rows = consumer_connection(args.namesrv, args.group, token=args.token, credentials=acl_credentials(args))
+    rows = consumer_connection(
+        args.namesrv, args.group, token=args.token, credentials=acl_credentials(args), tls=tls_settings(args)
+    )
     if args.json:
         print(
             json.dumps(

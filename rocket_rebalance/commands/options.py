@@ -11,6 +11,7 @@ from rocket_rebalance.commands import CommandError
 from rocket_rebalance.model import (
     AclCredentials,
     MessageQueue,
+    TlsSettings,
     check_duration,
     check_group_name,
     check_topic_name,
@@ -30,6 +31,7 @@ __all__ = [
     "build_strategy",
     "duration",
     "group_name",
+    "tls_settings",
     "topic_name",
 ]
 
@@ -97,6 +99,26 @@ def add_connection_options(parser: argparse.ArgumentParser, required: bool, what
     # Not an option: without it argparse would take "--secret-key S3CRET" as an abbreviation of --secret-key-file
     # and repeat the secret in its "cannot read" error. Its value is never shown.
     parser.add_argument("--secret-key", dest="secret_key_given", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS to the name servers and brokers (RocketMQ's useTLS), the server's certificate verified against "
+        "--tls-ca or the system's trusted certificates (host names are not checked: brokers register IPs)",
+    )
+    parser.add_argument(
+        "--tls-ca", type=Path, metavar="FILE", help="the CA certificates (PEM) to verify the server with; implies --tls"
+    )
+    parser.add_argument(
+        "--tls-cert", type=Path, metavar="FILE", help="a client certificate (PEM) for mutual TLS; implies --tls"
+    )
+    parser.add_argument(
+        "--tls-key", type=Path, metavar="FILE", help="the client certificate's private key (PEM); implies --tls"
+    )
+    parser.add_argument(
+        "--tls-insecure",
+        action="store_true",
+        help="TLS without verifying the server's certificate (anyone in between is trusted; warned); implies --tls",
+    )
 
 
 def acl_credentials(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> AclCredentials | None:
@@ -133,6 +155,27 @@ def acl_credentials(args: argparse.Namespace, environ: Mapping[str, str] = os.en
         return AclCredentials(access_key, secret_key, token)
     except ValueError as error:
         raise CommandError(f"ACL credentials: {error}") from None
+
+
+def tls_settings(args: argparse.Namespace) -> TlsSettings | None:
+    """The TLS settings the options give (None for plaintext); each ``--tls-*`` option implies ``--tls``. Every
+    file is read and checked here, so a missing one, one that is not PEM, or a key that does not match its
+    certificate is a :class:`CommandError` naming the file before anything is sent."""
+    from rocket_rebalance.runtime.transport.tls import tls_client  # the ssl module only for a command that asks
+
+    ca, cert, key = (None if path is None else str(path) for path in (args.tls_ca, args.tls_cert, args.tls_key))
+    if not args.tls and not args.tls_insecure and ca is None and cert is None and key is None:
+        return None
+    if key is not None and cert is None:
+        raise CommandError(f"--tls-key {key} needs its certificate: pass --tls-cert FILE")
+    if args.tls_insecure and ca is not None:
+        raise CommandError(f"--tls-ca {ca} verifies the server, which --tls-insecure turns off: give one or the other")
+    settings = TlsSettings(ca, cert, key, verify=not args.tls_insecure)
+    try:
+        tls_client(settings)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    return settings
 
 
 _INNER_CHOICES: dict[str, tuple[str, ...]] = {

@@ -26,6 +26,7 @@ from rocket_rebalance.commands.options import (
     build_strategies,
     build_strategy,
     group_name,
+    tls_settings,
     topic_name,
 )
 from rocket_rebalance.inputs import read_input_text
@@ -90,7 +91,8 @@ def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
         ]
     from rocket_rebalance.admin.reads import fetch_route  # a wire is loaded only for a server
 
-    return [fetch_route(args.namesrv, topic, token=args.token, credentials=acl_credentials(args)) for topic in topics]
+    credentials, tls = acl_credentials(args), tls_settings(args)
+    return [fetch_route(args.namesrv, topic, token=args.token, credentials=credentials, tls=tls) for topic in topics]
 
 
 def java_note(strategies: Sequence[AllocateMessageQueueStrategy]) -> str | None:
@@ -227,7 +229,12 @@ def _read_members(args: argparse.Namespace) -> list[str]:
         from rocket_rebalance.admin.reads import fetch_members
 
         return fetch_members(
-            args.namesrv, args.topic[0], args.group, token=args.token, credentials=acl_credentials(args)
+            args.namesrv,
+            args.topic[0],
+            args.group,
+            token=args.token,
+            credentials=acl_credentials(args),
+            tls=tls_settings(args),
         )  # one list for all topics
     raise CommandError("give the members: -i ID,..., --members FILE, or -n ADDRESS with -g GROUP")
 

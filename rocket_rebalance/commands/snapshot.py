@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from rocket_rebalance.commands.options import acl_credentials, add_connection_options, duration
+from rocket_rebalance.commands.options import acl_credentials, add_connection_options, duration, tls_settings
 
 __all__ = ["PARTIAL", "register"]
 
@@ -47,6 +47,7 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         token=args.token,
         credentials=acl_credentials(args),
+        tls=tls_settings(args),
         progress=_Progress(),
     )
     summary = {"out": str(result.out), "groups_read": result.groups, "partial": result.partial, "rows": result.counts}

@@ -419,7 +419,7 @@ def sniff_non_remoting(first_bytes: bytes) -> str | None:
     if first_bytes.startswith(b"HTTP/"):
         return "an HTTP/1 server"
     if len(first_bytes) >= 2 and first_bytes[0] == 0x15 and first_bytes[1] == 0x03:  # TLS alert record, TLS 1.x
-        return "a TLS server"
+        return "a TLS server: turn TLS on (--tls, or tls=True)"
     if (
         len(first_bytes) >= 9
         and first_bytes[3] in (_HTTP2_SETTINGS, _HTTP2_GOAWAY)

@@ -19,6 +19,7 @@ from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfi
 from rocket_rebalance.model import (
     AclCredentials,
     MessageQueue,
+    TlsSettings,
     build_client_id,
     check_duration,
     check_group_name,
@@ -58,6 +59,21 @@ def _credentials(access_key: str | None, secret_key: str | None, security_token:
     if access_key is None or secret_key is None:
         raise ValueError("ACL credentials need both access_key and secret_key")
     return AclCredentials(access_key, secret_key, security_token)
+
+
+def _tls(
+    tls: bool,
+    ca_file: str | os.PathLike[str] | None,
+    cert_file: str | os.PathLike[str] | None,
+    key_file: str | os.PathLike[str] | None,
+    verify: bool,
+) -> TlsSettings | None:
+    """The TLS settings the keyword arguments give, or None for plaintext. A CA file, a client certificate or key,
+    or ``tls_verify=False`` turns TLS on by itself (each means nothing without it), as ``--tls-*`` do."""
+    files = [None if path is None else os.fspath(path) for path in (ca_file, cert_file, key_file)]
+    if not tls and verify and all(path is None for path in files):
+        return None
+    return TlsSettings(files[0], files[1], files[2], verify)
 
 
 def _number_or_text(text: str) -> float | str:
@@ -104,6 +120,11 @@ class PushConsumer:
         access_key: str | None = None,
         secret_key: str | None = None,
         security_token: str | None = None,
+        tls: bool = False,
+        tls_ca_file: str | os.PathLike[str] | None = None,
+        tls_cert_file: str | os.PathLike[str] | None = None,
+        tls_key_file: str | os.PathLike[str] | None = None,
+        tls_verify: bool = True,
         offset_file: Path | None = None,
         reset_offsets: bool = False,
         transport: Transport | None = None,
@@ -136,7 +157,12 @@ class PushConsumer:
         credentials = _credentials(access_key, secret_key, security_token)
         if transport is not None and credentials is not None:
             raise ValueError("access_key and secret_key are for the transport the consumer opens, not a given one")
-        self.transport = transport or open_transport(namesrv_addr, token=token, credentials=credentials)
+        tls_settings = _tls(tls, tls_ca_file, tls_cert_file, tls_key_file, tls_verify)
+        if transport is not None and tls_settings is not None:
+            raise ValueError("the tls options are for the transport the consumer opens, not a given one")
+        self.transport = transport or open_transport(
+            namesrv_addr, token=token, credentials=credentials, tls=tls_settings
+        )
         if offset_store is None:
             if message_model is MessageModel.BROADCASTING:
                 path = offset_file or default_offset_path(self.client_id, consumer_group)

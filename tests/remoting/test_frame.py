@@ -301,7 +301,7 @@ def test_sniff_names_a_grpc_server_from_the_bytes_grpcio_really_sends() -> None:
 
 def test_sniff_names_http1_and_tls() -> None:
     assert sniff_non_remoting(b"HTTP/1.1 400 Bad Request\r\n") == "an HTTP/1 server"
-    assert sniff_non_remoting(b"\x15\x03\x01\x00\x02\x02\x32") == "a TLS server"
+    assert sniff_non_remoting(b"\x15\x03\x01\x00\x02\x02\x32") == "a TLS server: turn TLS on (--tls, or tls=True)"
 
 
 def test_sniff_never_flags_a_remoting_frame_whose_length_looks_like_http2() -> None:

@@ -17,6 +17,11 @@ anything that may block is handed to a pool.
 When a connection ends for any reason, every request still waiting fails with ``UNAVAILABLE`` and ``on_close``
 is called once. The first bytes a server sends are checked for the signs of another protocol (an HTTP/2 server,
 say), so pointing the remoting wire at ``nameserver_stub`` ends with one line saying so, not a hang.
+
+With TLS (:mod:`.tls`) the socket stays plain: the handshake is done in :meth:`Connection.open`, before the
+reader sees the socket, and then the reader decrypts what it reads and writers encrypt under the write lock.
+A server that closes a plaintext connection without a word may want TLS (RocketMQ's enforcing mode does that),
+so that end says to turn TLS on.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import itertools
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, sniff_non_remoting
 from rocket_rebalance.runtime.transport import TransportError
+from rocket_rebalance.runtime.transport.tls import TlsClient, TlsSession
 
 __all__ = ["Connection", "Reactor", "split_host_port"]
 
@@ -198,8 +205,10 @@ class Connection:
         reactor: Reactor,
         on_request: Callable[[Connection, RemotingCommand], None],
         on_close: Callable[[Connection, TransportError], None],
+        tls: TlsSession | None = None,
     ) -> None:
         self.address = address
+        self._tls = tls
         self.sock = sock
         self._reactor = reactor
         self._on_request = on_request
@@ -220,14 +229,25 @@ class Connection:
         reactor: Reactor,
         on_request: Callable[[Connection, RemotingCommand], None],
         on_close: Callable[[Connection, TransportError], None],
+        tls: TlsClient | None = None,
+        peer: str = "the server",
     ) -> Connection:
+        """Connect to ``address`` within ``connect_timeout`` (the TLS handshake too, with ``tls``; ``peer`` names
+        the server in its errors) and hand the connection to ``reactor``."""
         try:
             sock = socket.create_connection(split_host_port(address), timeout=connect_timeout)
         except OSError as error:
             raise TransportError(f"cannot connect to {address}: {error.strerror or error}", "UNAVAILABLE") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        session = None
+        if tls is not None:
+            try:
+                session = TlsSession.handshake(sock, address, peer, tls, connect_timeout)
+            except TransportError:
+                sock.close()
+                raise
         sock.settimeout(None)
-        connection = cls(address, sock, reactor, on_request, on_close)
+        connection = cls(address, sock, reactor, on_request, on_close, session)
         try:
             reactor.add(connection)
         except TransportError:
@@ -263,13 +283,17 @@ class Connection:
         self._write(command)
 
     def _write(self, command: RemotingCommand) -> None:
-        data = encode(command)
+        self._send(encode(command))
+
+    def _send(self, data: bytes) -> None:
+        """Write ``data`` whole (encrypted, with TLS: records leave in the order the session makes them, because
+        they are made under the write lock; b"" sends only what the session has of its own)."""
         with self._write_lock:
             if self._closed.is_set():
                 raise TransportError("connection closed", "UNAVAILABLE")
             try:
-                self.sock.sendall(data)
-            except OSError as error:
+                self.sock.sendall(data if self._tls is None else self._tls.encrypt(data))
+            except OSError as error:  # ssl.SSLError included: the session is broken, like the socket
                 self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
                 raise TransportError(f"write to {self.address} failed: {error}", "UNAVAILABLE") from None
 
@@ -291,6 +315,10 @@ class Connection:
         if not chunk:
             self._close(self._closed_by_peer())
             return
+        if self._tls is not None:
+            chunk = self._decrypted(chunk)
+            if not chunk:
+                return
         if not self._answered:
             self._answered = True
             other = sniff_non_remoting(chunk)
@@ -305,11 +333,37 @@ class Connection:
         for command in commands:
             self._dispatch(command)
 
+    def _decrypted(self, chunk: bytes) -> bytes:
+        """The plaintext ``chunk`` completes (see :meth:`TlsSession.decrypt`), b"" when none or when the session
+        ended (the connection is closed then); records the session made while reading are sent at once."""
+        assert self._tls is not None
+        try:
+            plain = self._tls.decrypt(chunk)
+        except ssl.SSLZeroReturnError:
+            self._close(self._closed_by_peer())
+            return b""
+        except ssl.SSLError as error:
+            self._close(TransportError(f"TLS on the connection to {self.address} failed: {error}", "UNAVAILABLE"))
+            return b""
+        if self._tls.has_output:
+            try:
+                self._send(b"")
+            except TransportError:  # the connection is closed, and says why
+                return b""
+        return plain
+
     def _closed_by_peer(self) -> TransportError:
+        if not self._answered and self._pending and self._tls is None:
+            return TransportError(
+                f"the server at {self.address} closed the connection without answering: it may require TLS (a "
+                f"RocketMQ server enforcing TLS closes plaintext connections so: use --tls, or tls=True), or not "
+                f"be a RocketMQ name server or broker (for nameserver_stub use grpc://{self.address})",
+                "UNAVAILABLE",
+            )
         if not self._answered and self._pending:
             return TransportError(
-                f"the server at {self.address} closed the connection without answering: it does not seem to be a "
-                f"RocketMQ name server or broker (for nameserver_stub use grpc://{self.address})",
+                f"the server at {self.address} closed the TLS connection without answering: it does not seem to "
+                "be a RocketMQ name server or broker",
                 "UNAVAILABLE",
             )
         return TransportError(f"connection to {self.address} closed by the server", "UNAVAILABLE")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, retry_topic
+from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, TlsSettings, retry_topic
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -58,9 +58,13 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
     producer come from its bases (see the module docstring), all on one connection per address."""
 
     def __init__(
-        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
     ) -> None:
-        super().__init__(namesrv_addrs, timeout, credentials)
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
         self.long_poll_ms = 15000
         self._expression_types: dict[tuple[str, str], str] = {}  # (group, topic) -> TAG | SQL92, for the pulls
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
-from rocket_rebalance.model import AclCredentials, MessageQueue
+from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
 from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, bodies, message, response_to
 from rocket_rebalance.runtime.transport import (
     BrokerRequests,
@@ -68,9 +68,13 @@ class RemotingInbound(RemotingPool):
     """The pool's answers to the requests brokers send on its connections."""
 
     def __init__(
-        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
     ) -> None:
-        super().__init__(namesrv_addrs, timeout, credentials)
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
         self._streams: dict[str, list[_Notifications]] = {}
         self._streams_lock = threading.Lock()
         self._client: BrokerRequests | None = None

@@ -19,12 +19,14 @@ Threads: one reader for every connection (:class:`~.connection.Reactor`) and a p
 connection after GO_AWAY). That is all, however many brokers the routes name. :meth:`RemotingPool.close` ends
 them: after it no request leaves, and every one in flight fails at once.
 
-Credentials and TLS live here: every connection is opened by :meth:`RemotingPool._open` (where a TLS socket would
-be made), and every request we send leaves through :meth:`RemotingPool._request`, which signs it with the ACL
-credentials as Java's ``AclClientRPCHook`` does (:mod:`rocket_rebalance.remoting.acl`). A request the server
-refuses (``NO_PERMISSION``: ACL 2.0 says so for a signature it rejects and for a missing permission alike) has the
-access key added to its remark, so every error built from it names the request, the resource (in the broker's
-remark) and whose credentials were refused; the secret itself is held by the credentials object alone.
+Credentials and TLS live here: every connection, to a name server or a broker, is opened by
+:meth:`RemotingPool._open`, which does the TLS handshake with the pool's one context when TLS is on (:mod:`.tls`; a
+bad TLS file fails the pool's construction), and every request we send leaves through :meth:`RemotingPool._request`,
+which signs it with the ACL credentials as Java's ``AclClientRPCHook`` does (:mod:`rocket_rebalance.remoting.acl`).
+A request the server refuses (``NO_PERMISSION``: ACL 2.0 says so for a signature it rejects and for a missing
+permission alike) has the access key added to its remark, so every error built from it names the request, the
+resource (in the broker's remark) and whose credentials were refused; the secret itself is held by the credentials
+object alone.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from rocket_rebalance.model import AclCredentials, MessageQueue
+from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -54,6 +56,7 @@ from rocket_rebalance.remoting.acl import sign
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import Message, TransportError
 from rocket_rebalance.runtime.transport.connection import Completion, Connection, Reactor
+from rocket_rebalance.runtime.transport.tls import tls_client
 from rocket_rebalance.runtime.workers import DaemonPool
 
 __all__ = ["WORK_THREADS", "RemotingPool", "int_field", "parsed_body", "stored_message", "wire_error"]
@@ -143,10 +146,15 @@ class RemotingPool(ABC):
     """Seconds between cluster-info look-ups made for a broker that no route gave an address for."""
 
     def __init__(
-        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
     ) -> None:
         if not namesrv_addrs:
             raise ValueError("at least one name-server address is needed")
+        self._tls = None if tls is None else tls_client(tls)  # first: a bad file fails before anything starts
         self._namesrvs = list(namesrv_addrs)
         self._namesrv_index = random.randrange(len(self._namesrvs))  # Java spreads clients over the list too
         self.address = ";".join(self._namesrvs)
@@ -182,8 +190,9 @@ class RemotingPool(ABC):
             return link
 
     def _open(self, address: str) -> Connection:
-        """A new connection to ``address`` (TLS, when it comes, is chosen here)."""
-        return Connection.open(address, self._timeout, self._reactor, self._on_request, self._on_close)
+        """A new connection to ``address``, over TLS when the pool has it."""
+        peer = "the name server" if address in self._namesrvs else "the broker"
+        return Connection.open(address, self._timeout, self._reactor, self._on_request, self._on_close, self._tls, peer)
 
     @staticmethod
     def _work_failed(error: Exception) -> None:

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 
-from rocket_rebalance.model import AclCredentials, MessageQueue
+from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
 from rocket_rebalance.remoting import RequestCode, headers, message, request
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool, int_field
@@ -25,9 +25,13 @@ class RemotingProducer(RemotingPool):
     """Sends messages and creates topics through the pool's connections."""
 
     def __init__(
-        self, namesrv_addrs: Sequence[str], timeout: float = 5.0, credentials: AclCredentials | None = None
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
     ) -> None:
-        super().__init__(namesrv_addrs, timeout, credentials)
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
         self._next_queue: dict[str, int] = {}
 
     def send(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rocket_rebalance.model import AclCredentials
+from rocket_rebalance.model import AclCredentials, TlsSettings
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, AdminTransport
 
 __all__ = ["open_transport", "parse_address"]
@@ -46,16 +46,23 @@ def open_transport(
     token: str | None = None,
     timeout: float = 5.0,
     credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
 ) -> AdminTransport:
     """The transport that ``address`` asks for (see :func:`parse_address`). ``token`` is the stub's shared token,
-    ``credentials`` RocketMQ's ACL keys: each belongs to one wire, and given to the other it is refused in one line
-    rather than ignored (a cluster that wants credentials would otherwise refuse every request)."""
+    ``credentials`` RocketMQ's ACL keys and ``tls`` RocketMQ's TLS: each belongs to one wire, and given to the other
+    it is refused in one line rather than ignored (a cluster that wants credentials would otherwise refuse every
+    request; a TLS setting silently dropped would send in the clear what was meant to be encrypted)."""
     wire, addresses = parse_address(address)
     if wire == "grpc":
         if credentials is not None:
             raise ValueError(
                 "RocketMQ ACL credentials (access key, secret key) are for a RocketMQ name server, not "
                 "nameserver_stub (grpc://...): use --token for the stub"
+            )
+        if tls is not None:
+            raise ValueError(
+                "TLS options (tls, --tls and the --tls-* files) are for a RocketMQ name server, not "
+                "nameserver_stub (grpc://...), which this library reaches in plaintext"
             )
         from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 
@@ -67,4 +74,4 @@ def open_transport(
         )
     from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
-    return RemotingTransport(addresses, timeout=timeout, credentials=credentials)
+    return RemotingTransport(addresses, timeout=timeout, credentials=credentials, tls=tls)
