@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import AclCredentials
+from rocket_rebalance.lab.certs import LabCertificates
+from rocket_rebalance.model import AclCredentials, TlsSettings
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
@@ -57,6 +58,27 @@ _OPENS = [
     "java.base/java.lang=ALL-UNNAMED",
 ]
 BOOT_TIMEOUT = 60.0
+
+
+def _tls_properties(certs: LabCertificates, server: bool) -> list[str]:
+    """RocketMQ's TLS system properties (``TlsSystemConfig``): a client on TLS (``tls.enable``) that verifies the
+    server against the lab's CA, and for a server TLS enforcing (plaintext connections closed) with the lab's
+    certificate. Test mode off, or RocketMQ would serve a self-signed certificate and trust anything; no
+    ``/etc/rocketmq/tls.properties`` read (the config file named does not exist)."""
+    properties = [
+        "-Dtls.enable=true",
+        "-Dtls.test.mode.enable=false",
+        f"-Dtls.config.file={certs.ca.parent / 'no-tls.properties'}",
+        "-Dtls.client.authServer=true",
+        f"-Dtls.client.trustCertPath={certs.ca}",
+    ]
+    if server:
+        properties += [
+            "-Dtls.server.mode=enforcing",
+            f"-Dtls.server.certPath={certs.server_cert}",
+            f"-Dtls.server.keyPath={certs.server_key}",  # PKCS#8: what Netty's JDK provider reads
+        ]
+    return properties
 
 
 class RocketMQUnavailable(RuntimeError):
@@ -170,6 +192,7 @@ class _JvmProcess:
         self.run_dir = run_dir
         self.name = name
         self.config = config
+        self.properties: list[str] = []  # further -D system properties (the lab's TLS)
         self.process: subprocess.Popen[bytes] | None = None
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / f"{name}.conf").write_text(
@@ -193,6 +216,7 @@ class _JvmProcess:
             f"-Duser.home={home}",
             f"-Drocketmq.home.dir={self.run_dir}",
             f"-Drmq.logback.configurationFile={self.logback}",
+            *self.properties,
             *_OPENS,
             "-cp",
             f"{self.lib}/*",
@@ -323,7 +347,9 @@ class RocketMQCluster:
     """A NameServer and brokers (``broker-a`` ...) under ``work_dir``; a context manager that stops them all.
 
     ``broker_settings`` adds entries to every broker's config file (property filters, ACL ...); ``credentials``
-    are what the cluster's own transport (topic creation, readiness checks) signs with when the brokers want ACL."""
+    are what the cluster's own transport (topic creation, readiness checks) signs with when the brokers want ACL.
+    With ``tls`` (certificates from :func:`~rocket_rebalance.lab.certs.make_certificates`) the NameServer and the
+    brokers enforce TLS with its server certificate, and every client of the cluster verifies against its CA."""
 
     def __init__(
         self,
@@ -332,10 +358,12 @@ class RocketMQCluster:
         version: str | None = None,
         broker_settings: Mapping[str, str] | None = None,
         credentials: AclCredentials | None = None,
+        tls: LabCertificates | None = None,
     ) -> None:
         self.work_dir = work_dir
         self.broker_settings = dict(broker_settings or {})
         self.credentials = credentials
+        self.tls = tls
         self.broker_names = list(brokers)
         self.version = _version(version)
         self.lib: Path | None = None
@@ -346,12 +374,15 @@ class RocketMQCluster:
         """Fetch the jars if needed, start everything, wait until the NameServer knows every broker."""
         self.lib = ensure_jars(self.version)
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        properties = [] if self.tls is None else _tls_properties(self.tls, server=True)
         self.namesrv = NameServerProcess(self.lib, self.work_dir)
+        self.namesrv.properties = properties
         self.namesrv.start()
         for name in self.broker_names:
             self.brokers[name] = BrokerProcess(
                 self.lib, self.work_dir, name, self.namesrv.address, self.broker_settings
             )
+            self.brokers[name].properties = properties
         with ThreadPoolExecutor(len(self.brokers)) as pool:  # brokers boot in parallel: ~5 s each on 2 cores
             starting = [pool.submit(broker.start) for broker in self.brokers.values()]
         failures = [error for error in (f.exception() for f in starting) if error is not None]
@@ -370,8 +401,13 @@ class RocketMQCluster:
     def namesrv_address(self) -> str:
         return self._started_namesrv().address
 
+    @property
+    def tls_settings(self) -> TlsSettings | None:
+        """What a client of this cluster needs for TLS: the lab's CA (None without TLS)."""
+        return None if self.tls is None else TlsSettings(ca_file=str(self.tls.ca))
+
     def transport(self) -> RemotingTransport:
-        return RemotingTransport([self.namesrv_address], credentials=self.credentials)
+        return RemotingTransport([self.namesrv_address], credentials=self.credentials, tls=self.tls_settings)
 
     def wait_registered(self, names: Sequence[str] | None = None, timeout: float = BOOT_TIMEOUT) -> None:
         """Until the NameServer's cluster info lists each broker at its address."""
@@ -474,7 +510,9 @@ class JavaPeer:
         tags: str | None = None,
         sql: str | None = None,
         credentials: AclCredentials | None = None,
+        tls: LabCertificates | None = None,
     ) -> None:
+        """With ``tls``, the consumer speaks TLS (``tls.enable``) and verifies the servers against its CA."""
         self.client_id = f"127.0.0.1@{instance}"
         self.allocation: dict[str, frozenset[tuple[str, int]]] = {}
         self.messages: list[dict[str, Any]] = []
@@ -494,7 +532,8 @@ class JavaPeer:
         if sql is not None:
             args += ["--sql", sql]
         wait = f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}"
-        command = _client_jvm(lib, home, "rmq.client.logback.xml", wait)
+        tls_properties = [] if tls is None else _tls_properties(tls, server=False)
+        command = _client_jvm(lib, home, "rmq.client.logback.xml", wait, *tls_properties)
         command += [str(JAVA_DIR / "Peer.java"), *args]
         safe = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in instance)
         self._stderr = (run_dir / f"java-{safe}.err").open("ab")
