@@ -1,9 +1,9 @@
 """Consumption throughput on a real RocketMQ 5.3.3 broker with ACL 2.0 on (every request signed, authenticated and
-authorized) against the same broker setup without it, in one run.
+authorized), with TLS enforcing (every connection encrypted, the server's certificate verified against a CA the
+run makes with ``openssl``), and with both, against the same broker setup without either, in one run.
 
 Each row: a fresh NameServer and broker, a 4-queue topic, ``--messages`` messages produced first, then one of our
-consumers (from the first offset) timed until it has consumed them all. TLS is not measured yet: the library does
-not speak it (issue 20: 4).
+consumers (from the first offset) timed until it has consumed them all.
 
 Usage: ``python benchmarks/security.py [--messages 3000]`` (Java 17 and Maven, as ``tests/rocketmq``).
 """
@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from rocket_rebalance.lab.certs import LabCertificates, make_certificates
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import AclCredentials, ConsumeFromWhere
@@ -28,24 +29,32 @@ READER = AclCredentials("bench-reader", "bench-Secret-5e0c")
 TOPIC, GROUP, QUEUES = "BenchTopic", "GID_bench", 4
 
 
-def _run(work_dir: Path, secured: bool, messages: int) -> float:
-    """Messages per second consumed by one consumer, on a broker of its own."""
+def _run(work_dir: Path, secured: bool, messages: int, tls: LabCertificates | None = None) -> float:
+    """Messages per second consumed by one consumer, on a broker of its own (ACL on when ``secured``, TLS
+    enforcing with ``tls``)."""
     cluster = RocketMQCluster(
-        work_dir, ("broker-a",), broker_settings=ACL_BROKER if secured else None, credentials=ADMIN if secured else None
+        work_dir,
+        ("broker-a",),
+        broker_settings=ACL_BROKER if secured else None,
+        credentials=ADMIN if secured else None,
+        tls=tls,
     )
     cluster.start()
     try:
         cluster.create_topic(TOPIC, QUEUES)
-        consumer_keys: dict[str, str] = {}
+        consumer_keys: dict[str, str] = {} if tls is None else {"tls_ca_file": str(tls.ca)}
         if secured:
             assert cluster.lib is not None
             home, broker = work_dir / "mqadmin", cluster.brokers["broker-a"].address
             mqadmin(cluster.lib, home, "createUser", "-b", broker, "-u", READER.access_key, "-p", READER.secret_key,
-                    credentials=ADMIN)  # fmt: skip
+                    credentials=ADMIN, tls=tls)  # fmt: skip
             mqadmin(cluster.lib, home, "createAcl", "-b", broker, "-s", f"User:{READER.access_key}",
-                    "-r", f"Topic:{TOPIC},Group:{GROUP}", "-a", "Sub", "-d", "Allow", credentials=ADMIN)  # fmt: skip
-            consumer_keys = {"access_key": READER.access_key, "secret_key": READER.secret_key}
-        producer = RemotingTransport([cluster.namesrv_address], credentials=cluster.credentials)
+                    "-r", f"Topic:{TOPIC},Group:{GROUP}", "-a", "Sub", "-d", "Allow", credentials=ADMIN,
+                    tls=tls)  # fmt: skip
+            consumer_keys |= {"access_key": READER.access_key, "secret_key": READER.secret_key}
+        producer = RemotingTransport(
+            [cluster.namesrv_address], credentials=cluster.credentials, tls=cluster.tls_settings
+        )
         try:
             for queue in range(QUEUES):
                 producer.send(TOPIC, "broker-a", [b"x" * 100] * (messages // QUEUES), queue_id=queue)
@@ -78,11 +87,17 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=3000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        plain = _run(Path(folder) / "plain", False, args.messages)
-        acl = _run(Path(folder) / "acl", True, args.messages)
+        certs = make_certificates(Path(folder) / "certs")
+        rows = [
+            ("plain", _run(Path(folder) / "plain", False, args.messages)),
+            ("ACL 2.0", _run(Path(folder) / "acl", True, args.messages)),
+            ("TLS", _run(Path(folder) / "tls", False, args.messages, certs)),
+            ("ACL + TLS", _run(Path(folder) / "acl-tls", True, args.messages, certs)),
+        ]
+    plain = rows[0][1]
     print(f"{'setup':<12}{'messages':>10}{'msg/s':>12}{'vs plain':>10}")
-    print(f"{'plain':<12}{args.messages:>10,}{plain:>12,.0f}{1.0:>10.2f}")
-    print(f"{'ACL 2.0':<12}{args.messages:>10,}{acl:>12,.0f}{acl / plain:>10.2f}")
+    for name, rate in rows:
+        print(f"{name:<12}{args.messages:>10,}{rate:>12,.0f}{rate / plain:>10.2f}")
 
 
 if __name__ == "__main__":

@@ -596,10 +596,17 @@ class JavaPeer:
         self._stderr.close()
 
 
-def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0, credentials: AclCredentials | None = None) -> str:
+def mqadmin(
+    lib: Path,
+    home: Path,
+    *args: str,
+    timeout: float = 60.0,
+    credentials: AclCredentials | None = None,
+    tls: LabCertificates | None = None,
+) -> str:
     """Run the real ``mqadmin`` (rocketmq-tools) and return what it printed; a failure names its last line.
     With ``credentials``, mqadmin signs its requests with them (it reads them from ``conf/tools.yml`` under its
-    home, as an operator configures it)."""
+    home, as an operator configures it); with ``tls``, it speaks TLS and verifies against the lab's CA."""
     home.mkdir(parents=True, exist_ok=True)
     tools_yml = home / "conf" / "tools.yml"
     if credentials is not None:
@@ -611,7 +618,8 @@ def mqadmin(lib: Path, home: Path, *args: str, timeout: float = 60.0, credential
         tools_yml.chmod(0o600)
     else:
         tools_yml.unlink(missing_ok=True)
-    command = [*_client_jvm(lib, home, "rmq.tools.logback.xml", f"-Drocketmq.home.dir={home}"), MQADMIN_MAIN, *args]
+    properties = [f"-Drocketmq.home.dir={home}", *([] if tls is None else _tls_properties(tls, server=False))]
+    command = [*_client_jvm(lib, home, "rmq.tools.logback.xml", *properties), MQADMIN_MAIN, *args]
     done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
     output = done.stdout + done.stderr
     # mqadmin exits 0 on most failures, printing a stack trace or "The sub command X not exist" instead.
