@@ -40,6 +40,7 @@ __all__ = [
     "DuplicateClientIdWarning",
     "check_duration",
     "duration_rule",
+    "first_few",
     "MessageQueue",
     "QueueList",
     "RebalanceInput",
@@ -102,6 +103,14 @@ def printable(text: str) -> str:
     Here, with the other names the library reads from servers, so that every layer that prints them (the commands,
     the pipeline's audit table) escapes them the one same way."""
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def first_few(names: Sequence[object], shown: int = 5) -> str:
+    """The first ``shown`` of ``names``, then how many more: a report stays one readable line however many
+    brokers, queues or members it is about. Here, beside :func:`printable`, so every layer that reports names
+    (the runtime's health, the pipeline's audit) shortens them the one same way."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(map(str, names[:shown])) + more
 
 
 def java_string_key(value: str) -> bytes:

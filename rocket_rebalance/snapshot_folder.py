@@ -37,8 +37,10 @@ __all__ = [
     "COLLECTOR",
     "COLLECTOR_FILES",
     "COLLECTOR_REJECTED",
+    "COLLECTOR_TABLES",
     "FLEET_GEN",
     "MARKER",
+    "MEMBER_SUBSCRIPTIONS",
     "OPTIONAL_TABLES",
     "TABLES",
     "FolderOwner",
@@ -57,7 +59,16 @@ __all__ = [
 ]
 
 TABLES = ("routes", "members", "subscriptions", "groups", "offsets", "observed", "rejected")
-"""Every table a snapshot may hold, in the order they are listed and written."""
+"""Every table the pipeline reads from a snapshot, in the order they are listed and written."""
+
+MEMBER_SUBSCRIPTIONS = "member_subscriptions"
+"""The live collector's record of what each member subscribes, by its own account (running info's
+``subscriptionSet``; the stub: its heartbeat): ``group``, ``client_id``, ``topic``, ``expression_type``,
+``expression``, a row per member and topic. Only ``audit`` reads it (are a group's members subscribing alike?);
+snapshots taken before it existed, and fleet-gen's, have none, and their subscriptions are then not checked."""
+
+COLLECTOR_TABLES = (*TABLES, MEMBER_SUBSCRIPTIONS)
+"""The tables the live collector writes, in the order it writes them."""
 
 BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
 """What an ``impact`` or ``audit`` run needs from ``--snapshot``."""
@@ -76,8 +87,8 @@ _FORMATS = ((".parquet", "parquet"), (".jsonl", "json"), (".json", "json"))
 MARKER = "_snapshot.json"
 """The collector's marker, written last into its folder: what was collected, how, which files, and ``partial``."""
 
-COLLECTOR_FILES = tuple(f"{table}.jsonl" for table in TABLES)
-"""The collector's tables, one JSON Lines file each, in the order of :data:`TABLES`."""
+COLLECTOR_FILES = tuple(f"{table}.jsonl" for table in COLLECTOR_TABLES)
+"""The collector's tables, one JSON Lines file each, in the order of :data:`COLLECTOR_TABLES`."""
 
 COLLECTOR_REJECTED = "rejected.jsonl"
 """The collector's notes: one row per thing it could not read, and why."""

@@ -19,9 +19,13 @@ __all__ = [
     "SUB_ALL",
     "TAG",
     "ExpressionError",
+    "NeverReceived",
     "SubscriptionExpression",
+    "TopicInconsistency",
+    "group_inconsistencies",
     "java_string_hash_code",
     "java_tag_split",
+    "never_received",
     "subscriptions_from",
 ]
 
@@ -167,3 +171,91 @@ def _text(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"a subscription expression must be a string, got {type(value).__name__}")
     return value
+
+
+# ---------------------------------------------------------------------------------------------- a group's members
+
+
+@dataclass(frozen=True)
+class NeverReceived:
+    """What one member of a group would never receive of what others of the group subscribe: ``tags`` the others
+    name that its tag set lacks, and ``anything_else`` when another member subscribes ``*`` (every message not
+    tagged with one of its own tags)."""
+
+    member: str
+    tags: tuple[str, ...]
+    anything_else: bool
+
+
+@dataclass(frozen=True)
+class TopicInconsistency:
+    """One topic on which the members of a group do not filter alike.
+
+    ``expressions``: each distinct filter (as :meth:`SubscriptionExpression.filters_like` judges) with the members
+    subscribing by it, in member order of the first one; ``absent``: members subscribing other topics of the group
+    but not this one, to whom the rebalance hands this topic's queues anyway; ``lost``: per TAG member, what it would
+    never receive of what other TAG members subscribe (none for SQL92, whose loss cannot be named by tag)."""
+
+    topic: str
+    expressions: tuple[tuple[SubscriptionExpression, tuple[str, ...]], ...]
+    absent: tuple[str, ...]
+    lost: tuple[NeverReceived, ...]
+
+
+def _filter_key(expression: SubscriptionExpression) -> tuple[str, frozenset[str] | str]:
+    """Equal for two expressions exactly when :meth:`SubscriptionExpression.filters_like` says they filter alike."""
+    if expression.expression_type != TAG:
+        return expression.expression_type, expression.expression
+    return TAG, SUB_ALL if expression.is_all else frozenset(expression.tags)
+
+
+def never_received(
+    member: str, mine: SubscriptionExpression, others: Iterable[SubscriptionExpression]
+) -> NeverReceived | None:
+    """What ``member``, subscribing ``mine``, would never receive of what the ``others`` subscribe: None for a
+    member that receives everything (``*``), an SQL92 one (its loss is not a set of tags), or one that loses
+    nothing. Only TAG expressions of the others count: an SQL92 one names no tag."""
+    if mine.expression_type != TAG or mine.is_all:
+        return None
+    tags = [o for o in others if o.expression_type == TAG]
+    anything_else = any(o.is_all for o in tags)
+    own = set(mine.tags)
+    missing = sorted({tag for o in tags for tag in o.tags} - own)
+    if not missing and not anything_else:
+        return None
+    return NeverReceived(member, tuple(missing), anything_else)
+
+
+def group_inconsistencies(members: Mapping[str, Mapping[str, SubscriptionExpression]]) -> list[TopicInconsistency]:
+    """Each topic of a group on which its ``members`` (client ID → topic → expression, each member's own
+    subscriptions) do not all subscribe alike, sorted by topic: some filter by another expression, or some do not
+    subscribe the topic at all. A group whose members agree has none."""
+    found: list[TopicInconsistency] = []
+    names = sorted(members)
+    for topic in sorted({topic for subscribed in members.values() for topic in subscribed}):
+        subscribing = [name for name in names if topic in members[name]]
+        absent = tuple(name for name in names if topic not in members[name])
+        classes: dict[tuple[str, frozenset[str] | str], list[str]] = {}
+        for name in subscribing:
+            classes.setdefault(_filter_key(members[name][topic]), []).append(name)
+        if len(classes) == 1 and not absent:
+            continue
+        lost = tuple(
+            item
+            for name in subscribing
+            if (
+                item := never_received(
+                    name, members[name][topic], (members[o][topic] for o in subscribing if o != name)
+                )
+            )
+            is not None
+        )
+        found.append(
+            TopicInconsistency(
+                topic,
+                tuple((members[group[0]][topic], tuple(group)) for group in classes.values()),
+                absent,
+                lost,
+            )
+        )
+    return found

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from rocket_rebalance.remoting.bodies import Subscription
@@ -16,7 +16,9 @@ from rocket_rebalance.subscription import (
     TAG,
     ExpressionError,
     SubscriptionExpression,
+    group_inconsistencies,
     java_string_hash_code,
+    never_received,
     subscriptions_from,
 )
 
@@ -128,3 +130,92 @@ def test_expressions_filter_alike_when_their_tag_sets_are_equal(
     sql = SubscriptionExpression("a > 5", SQL92)
     assert sql.filters_like(SubscriptionExpression("a > 5", SQL92))
     assert not sql.filters_like(SubscriptionExpression("a > 6", SQL92))
+
+
+# ---------------------------------------------------------------------------------------------- a group's members
+
+short_tags = st.sampled_from(["TagA", "TagB", "TagC", "Aa", "BB"])
+tag_expressions = st.one_of(
+    st.just(SubscriptionExpression("*")),
+    st.lists(short_tags, min_size=1, max_size=3).map(lambda tags: SubscriptionExpression(" || ".join(tags))),
+)
+expressions = st.one_of(
+    tag_expressions, st.sampled_from(["a > 5", "b = 1"]).map(lambda sql: SubscriptionExpression(sql, SQL92))
+)
+member_names = st.lists(st.sampled_from([f"10.0.0.{n}@{n}" for n in range(6)]), min_size=1, max_size=6, unique=True)
+topic_names = st.lists(st.sampled_from(["Orders", "Pay", "%RETRY%G"]), min_size=1, max_size=3, unique=True)
+
+
+@given(member_names, topic_names, st.lists(expressions, min_size=3, max_size=3), st.data())
+def test_members_subscribing_alike_are_consistent(
+    names: list[str], topics: list[str], chosen: list[SubscriptionExpression], data: st.DataObject
+) -> None:
+    """However each member spells an expression (order, spaces, repeats), filtering alike is no finding."""
+    per_topic = dict(zip(topics, chosen, strict=False))
+
+    def respelled(expression: SubscriptionExpression) -> SubscriptionExpression:
+        if expression.expression_type != TAG or expression.is_all:
+            return expression
+        tags = data.draw(st.permutations(list(expression.tags)))
+        return SubscriptionExpression(data.draw(st.sampled_from(["||", " || ", "||  "])).join(tags))
+
+    members = {name: {topic: respelled(e) for topic, e in per_topic.items()} for name in names}
+    assert group_inconsistencies(members) == []
+
+
+@given(member_names.filter(lambda names: len(names) >= 2), tag_expressions, expressions, st.data())
+def test_two_expressions_are_one_finding_per_topic_naming_both(
+    names: list[str], first: SubscriptionExpression, second: SubscriptionExpression, data: st.DataObject
+) -> None:
+    assume(not first.filters_like(second))
+    names = sorted(names)  # the order findings name members in
+    split = data.draw(st.integers(1, len(names) - 1))
+    members = {
+        name: {"Orders": first if i < split else second, "Pay": SubscriptionExpression()}
+        for i, name in enumerate(names)
+    }
+    found = group_inconsistencies(members)
+    assert [f.topic for f in found] == ["Orders"]
+    (finding,) = found
+    assert finding.absent == ()
+    assert [(e, list(who)) for e, who in finding.expressions] == [(first, names[:split]), (second, names[split:])]
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), tag_expressions, min_size=1))
+def test_lost_tags_are_the_others_tags_minus_mine(members: dict[str, SubscriptionExpression]) -> None:
+    for name, mine in members.items():
+        others = [e for other, e in members.items() if other != name]
+        lost = never_received(name, mine, others)
+        if mine.is_all:
+            assert lost is None  # '*' receives everything
+            continue
+        expected = {tag for e in others for tag in e.tags} - set(mine.tags)
+        anything_else = any(e.is_all for e in others)
+        if not expected and not anything_else:
+            assert lost is None
+        else:
+            assert lost is not None and set(lost.tags) == expected and lost.anything_else == anything_else
+
+
+def test_tag_a_beside_star_never_receives_anything_else_and_sql_names_no_tags() -> None:
+    members = {
+        "A": {"Orders": SubscriptionExpression("TagA"), "Pay": SubscriptionExpression()},
+        "B": {"Orders": SubscriptionExpression("*"), "Pay": SubscriptionExpression()},
+        "C": {"Orders": SubscriptionExpression("TagA || TagB"), "Pay": SubscriptionExpression("a > 1", SQL92)},
+        "D": {"Orders": SubscriptionExpression("TagA")},
+    }
+    orders, pay = group_inconsistencies(members)
+    assert orders.topic == "Orders" and orders.absent == ()
+    assert [(str(e), who) for e, who in orders.expressions] == [
+        ("TagA", ("A", "D")),
+        ("*", ("B",)),
+        ("TagA || TagB", ("C",)),
+    ]
+    assert [(n.member, n.tags, n.anything_else) for n in orders.lost] == [
+        ("A", ("TagB",), True),
+        ("C", (), True),
+        ("D", ("TagB",), True),
+    ]
+    assert pay.topic == "Pay" and pay.absent == ("D",)
+    assert [(str(e), who) for e, who in pay.expressions] == [("*", ("A", "B")), ("SQL92(a > 1)", ("C",))]
+    assert pay.lost == ()  # '*' members lose nothing, and an SQL92 member's loss is not a set of tags

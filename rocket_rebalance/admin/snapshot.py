@@ -49,13 +49,15 @@ from rocket_rebalance.runtime.transport.wire import open_transport, parse_addres
 from rocket_rebalance.snapshot_folder import (
     COLLECTOR,
     COLLECTOR_FILES,
-    TABLES,
+    COLLECTOR_TABLES,
+    MEMBER_SUBSCRIPTIONS,
     check_folder,
     create_file,
     publish_folder,
     staged_folder,
 )
 from rocket_rebalance.strategies import strategy_name
+from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = [
     "MAX_CONCURRENCY",
@@ -138,8 +140,10 @@ class _Tables:
     """The output tables as JSON Lines, written into the staging folder (:func:`staged_folder`)."""
 
     def __init__(self, folder: Path) -> None:
-        self.counts = dict.fromkeys(TABLES, 0)
-        self._files = {table: create_file(folder / name) for table, name in zip(TABLES, COLLECTOR_FILES, strict=True)}
+        self.counts = dict.fromkeys(COLLECTOR_TABLES, 0)
+        self._files = {
+            table: create_file(folder / name) for table, name in zip(COLLECTOR_TABLES, COLLECTOR_FILES, strict=True)
+        }
 
     def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         handle = self._files[table]
@@ -169,7 +173,7 @@ class _GroupRows:
     ``read`` is False when not even its connection list could be read: the group is only a rejected row."""
 
     group: str
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {table: [] for table in TABLES})
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {table: [] for table in COLLECTOR_TABLES})
     topics: list[str] = field(default_factory=list)
     skipped: str = ""
     defaulted: bool = False
@@ -261,6 +265,7 @@ def _read_group(transport: AdminTransport, group: str, topic_patterns: Sequence[
         cid: strategy_name(r.properties.get("allocateMessageQueueStrategy", "")) for cid, r in reports.items()
     }
     result.rows["members"] = _members(group, connections, reports, strategies)
+    result.rows[MEMBER_SUBSCRIPTIONS] = _member_subscriptions(group, connections, reports, kept)
     result.rows["observed"] = [
         {"group": group, "client_id": cid, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
         for cid, report in sorted(reports.items())
@@ -335,6 +340,33 @@ def _members(
         }
         rows.extend([row] * processes[client_id])
     return rows
+
+
+def _member_subscriptions(
+    group: str, connections: Sequence[ConnectionRow], reports: dict[str, ConsumerReport], kept: set[str]
+) -> list[dict[str, Any]]:
+    """Each member's own expression per kept topic: from its running info, or where the wire's running info does
+    not carry them (the stub's) from its own connection row. A member whose subscriptions neither gave (its report
+    failed, which is a rejected row already) has no row: an audit compares only the members recorded."""
+    own: dict[str, dict[str, SubscriptionExpression]] = {}
+    for row in sorted(connections, key=lambda r: (r.client_id, r.broker_name)):
+        if row.subscriptions is not None:
+            own.setdefault(row.client_id, dict(row.subscriptions))
+    for client_id, report in reports.items():
+        if report.subscriptions is not None:
+            own[client_id] = dict(report.subscriptions)
+    return [
+        {
+            "group": group,
+            "client_id": client_id,
+            "topic": topic,
+            "expression_type": expression.expression_type,
+            "expression": expression.sub_string,
+        }
+        for client_id, subscribed in sorted(own.items())
+        for topic, expression in sorted(subscribed.items())
+        if topic in kept
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- the snapshot
@@ -463,7 +495,7 @@ def _collect(
                     if result.skipped:
                         skipped["topic_filter"].append(result.group)
                     else:
-                        for table in TABLES:
+                        for table in COLLECTOR_TABLES:
                             tables.write(table, result.rows[table])
                         new_topics = [topic for topic in result.topics if topic not in routed]
                         routed.update(new_topics)

@@ -454,6 +454,7 @@ class Engine:
             consumed_ok=self.consumed,
             consumed_failed=self.failed,
             strategy=f"{type(self.config.strategy).__module__}.{type(self.config.strategy).__qualname__}",
+            expressions=dict(self.expressions),
         )
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:

@@ -18,21 +18,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from rocket_rebalance.model import first_few
 
 __all__ = ["ErrorHook", "Health", "first_few"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
 ErrorHook = Callable[[str, Exception], None]
-
-
-def first_few(names: Sequence[object], shown: int = 5) -> str:
-    """The first ``shown`` of ``names``, then how many more: a report stays one readable line however many
-    brokers or queues it is about."""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(map(str, names[:shown])) + more
 
 
 @dataclass

@@ -14,6 +14,7 @@ import pytest
 from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_process
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.pipeline.audit import member_subscriptions, subscription_findings
 from rocket_rebalance.runtime.transport.wire import open_transport
 from tests.commands.conftest import RunCli
 
@@ -119,3 +120,37 @@ def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
             "127.0.0.1@s1": False,
             "127.0.0.1@s2": True,
         }
+        # the stopped consumer's subscriptions are still recorded: the stub lists each member's own per connection
+        assert {row["client_id"] for row in table(out, "member_subscriptions")} == {"127.0.0.1@s1", "127.0.0.1@s2"}
+
+
+def test_snapshot_records_each_members_subscriptions_and_audit_names_what_is_lost(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """One member subscribes TagA, the other '*': the snapshot records each member's own expression, and the audit's
+    finding names both members and that the TagA member never receives anything else."""
+    out = tmp_path / "snap"
+    with LocalCluster(tmp_path / "cluster", group="GID_subs") as cluster:
+        cluster.start_consumer("127.0.0.1@tagged", "--tags", "TagA")
+        cluster.start_consumer("127.0.0.1@all")
+        wait_until(cluster.balanced)
+        run_cli("snapshot", "-n", cluster.address, "--out", out)
+        rows = {
+            (r["client_id"], r["topic"]): (r["expression_type"], r["expression"])
+            for r in table(out, "member_subscriptions")
+        }
+        assert rows == {
+            ("127.0.0.1@all", cluster.topic): ("TAG", "*"),
+            ("127.0.0.1@all", "%RETRY%GID_subs"): ("TAG", "*"),
+            ("127.0.0.1@tagged", cluster.topic): ("TAG", "TagA"),
+            ("127.0.0.1@tagged", "%RETRY%GID_subs"): ("TAG", "*"),
+        }
+    recorded = member_subscriptions(out)
+    assert recorded is not None
+    (finding,) = subscription_findings(recorded)
+    assert (finding["group"], finding["topic"]) == ("GID_subs", cluster.topic)
+    assert finding["where"] == "127.0.0.1@all, 127.0.0.1@tagged"
+    assert finding["reason"].startswith(
+        "subscribed as '*' by 127.0.0.1@all; as 'TagA' by 127.0.0.1@tagged; "
+        "127.0.0.1@tagged never receives anything but its own tags: "
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, response_to
-from rocket_rebalance.snapshot_folder import MARKER, TABLES
+from rocket_rebalance.snapshot_folder import COLLECTOR_FILES, MARKER, TABLES
 from tests.hostile.cli import one_line_error, run_cli
 from tests.scripted_server import ScriptedServer
 
@@ -195,7 +195,7 @@ def test_groups_read_counts_only_groups_that_were_read(
     reasons = {row["group"]: row["reason"] for row in map(json.loads, (out / "rejected.jsonl").open())}
     assert reasons["GID_a"] == "group with no online consumer"
     assert reasons["GID_b"].startswith("connection list unreachable"), reasons
-    assert sorted(folder_contents(out)) == sorted([MARKER, *(f"{table}.jsonl" for table in TABLES)])
+    assert sorted(folder_contents(out)) == sorted([MARKER, *COLLECTOR_FILES])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["snap"]
 
 

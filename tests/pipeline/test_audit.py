@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.cli import main as cli_main
-from rocket_rebalance.pipeline.audit import expected_idleness
+from rocket_rebalance.pipeline.audit import LOSS, expected_idleness
 from rocket_rebalance.pipeline.reference import run_reference
+from rocket_rebalance.subscription import SubscriptionExpression
 from tests.pipeline.test_job import assert_same
 from tests.pipeline.test_observed import observed_fleet
 
@@ -37,7 +38,13 @@ def clean_snapshot(base: Path) -> Path:
     write_jsonl(
         snap, "observed", [{"group": "G", "client_id": c, "topic": "T", "broker": "b", "queue_id": q} for c, q in held]
     )
+    write_jsonl(snap, "member_subscriptions", [subscribed("G", cid, "T", "TagA || TagB") for cid in (A, B)])
     return snap
+
+
+def subscribed(group: str, client_id: str, topic: str, expression: str, kind: str = "TAG") -> dict[str, Any]:
+    """A row of the collector's record of what each member subscribes."""
+    return {"group": group, "client_id": client_id, "topic": topic, "expression_type": kind, "expression": expression}
 
 
 def spanning_snapshot(base: Path, strategy: str) -> Path:
@@ -53,6 +60,7 @@ def spanning_snapshot(base: Path, strategy: str) -> Path:
     write_jsonl(snap, "subscriptions", [{"group": "G", "topic": t} for t in topics])
     write_jsonl(snap, "members", [{"group": "G", "client_id": cid} for cid in cids])
     write_jsonl(snap, "offsets", [])
+    write_jsonl(snap, "member_subscriptions", [subscribed("G", cid, t, "*") for cid in cids for t in topics])
     return snap
 
 
@@ -143,6 +151,21 @@ def test_only_retry_topics_idle_for_lack_of_queues_are_expected() -> None:
         (lambda snap: (snap / "_snapshot.json").write_text('{"partial": "yes"}'), [], '"partial": true or false'),
         (lambda snap: (snap / "rejected.jsonl").write_text("[1]\n"), [], "rejected.jsonl line 1 is not a JSON object"),
         (lambda snap: (snap / "routes.jsonl").unlink(), [], "table 'routes' not found"),
+        (
+            lambda snap: write_jsonl(snap, "member_subscriptions", [subscribed("G", A, "T", "a > 1", "SQL")]),
+            [],
+            "member_subscriptions.jsonl line 1: 'a > 1': expression type must be one of TAG, SQL92",
+        ),
+        (
+            lambda snap: write_jsonl(snap, "member_subscriptions", [subscribed("G", A, "T/x", "*")]),
+            [],
+            "member_subscriptions.jsonl line 1: topic",
+        ),
+        (
+            lambda snap: (snap / "member_subscriptions.jsonl").write_text('{"group": "G"}\n'),
+            [],
+            "member_subscriptions.jsonl line 1: 'client_id'",
+        ),
         (lambda snap: None, ["--limit", "-1"], "--limit must be 0 or more"),
         (lambda snap: None, ["--report"], "--report needs --out"),
         (lambda snap: None, ["--master", "nowhere"], "is not a Spark master"),
@@ -192,3 +215,51 @@ def test_the_audit_keeps_only_the_findings_it_prints(spark: Any, tmp_path: Path)
     nothing = run_audit(snap, spark=spark, limit=0, progress=lambda line: None)
     assert nothing.findings == [] and nothing.left_out == 20 and nothing.status == 1
     assert format_audit(nothing, 0, "table").splitlines() == ["20 findings, none shown (the limit is 0)"]
+
+
+def test_members_subscribing_differently_are_a_finding_per_topic_and_exit_1(
+    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subscribes T by TagA and B by '*' (A never receives B's other tags); A also subscribes Extra, which B does
+    not (B is handed Extra's queues all the same): two findings, each naming the members concerned."""
+    snap = clean_snapshot(tmp_path)
+    rows = [subscribed("G", A, "T", "TagA"), subscribed("G", B, "T", "*"), subscribed("G", A, "Extra", "*")]
+    write_jsonl(snap, "member_subscriptions", rows)
+    assert cli_main(["audit", "--snapshot", str(snap), "--format", "json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["subscriptions_recorded"] is True and printed["more_findings"] == 0
+    extra, t = printed["findings"]  # in sort order
+    assert (t["group"], t["topic"], t["kind"], t["where"]) == ("G", "T", "inconsistent_subscription", f"{A}, {B}")
+    assert t["reason"] == (
+        f"subscribed as 'TagA' by {A}; as '*' by {B}; {A} never receives anything but its own tags: {LOSS}"
+    )
+    assert (extra["topic"], extra["where"]) == ("Extra", f"{A}, {B}")
+    assert f"as '*' by {A}; not subscribed by {B}, which is handed queues of it" in extra["reason"]
+
+
+def test_a_snapshot_without_subscriptions_audits_and_says_they_were_not_checked(
+    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = clean_snapshot(tmp_path)
+    (snap / "member_subscriptions.jsonl").unlink()  # a snapshot of an earlier collector
+    assert cli_main(["audit", "--snapshot", str(snap)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "no findings" and lines[-1].startswith("subscriptions not recorded in this snapshot")
+    assert cli_main(["audit", "--snapshot", str(snap), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["subscriptions_recorded"] is False
+
+
+def test_subscription_findings_are_bounded_and_escaped() -> None:
+    """A thousand members and a client ID with a terminal escape: the finding names the first few, says how many
+    more, and the table escapes what came from the consumers."""
+    from rocket_rebalance.pipeline.audit import Audit, format_audit, subscription_findings
+
+    hostile = "10.0.0.9@\x1b[2J\nforged"
+    members = {f"10.0.1.{n:04d}@1": {"T": SubscriptionExpression(f"Tag{n}")} for n in range(1000)}
+    members[hostile] = {"T": SubscriptionExpression("*")}
+    (finding,) = subscription_findings({"G": members})
+    assert finding["where"].endswith("and 996 more")
+    assert "; and 996 more expressions;" in finding["reason"] and " and 995 more: " in finding["reason"]
+    assert len(finding["reason"]) < 1000
+    text = format_audit(Audit([finding], False), 50, "table")
+    assert "\x1b" not in text and len(text.splitlines()) == 2

@@ -24,11 +24,13 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.lab.mixed_group import PYTHON_ARGS, MixedGroup, new_topic
-from rocket_rebalance.lab.rocketmq import RocketMQCluster
+from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.lab.stub_cluster import ConsumerProcess, start_consume_process
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
+from rocket_rebalance.pipeline.audit import LOSS
 from rocket_rebalance.plan import plan
+from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.strategies import create_strategy
 
@@ -142,6 +144,42 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
             clone.stop()
         for group in groups:
             group.close()
+
+
+def test_audit_names_members_subscribing_differently_and_what_is_lost(
+    rocketmq: RocketMQCluster, tmp_path: Path
+) -> None:
+    """Issue 20, item 2: our member subscribes TagA, a Java member (Peer.java) '*' in the same group. The snapshot
+    records each member's own expression from its running info (Java's subscriptionSet, and ours), and the audit
+    names both members, the two expressions, and that ours never receives anything but TagA."""
+    topic = new_topic(rocketmq, "AuditTags", 2)
+    group = f"GID_auditsubs{int(time.time() * 1000) % 1_000_000}"
+    ours = PushConsumer(
+        rocketmq.namesrv_address, group, topics={topic: "TagA"}, listener=lambda batch: None,
+        client_id="127.0.0.1@py-tagged",
+    )  # fmt: skip
+    assert rocketmq.lib is not None
+    peer = JavaPeer(rocketmq.lib, tmp_path, rocketmq.namesrv_address, group, "java-all", [topic], tags="*")
+    try:
+        ours.start()
+        wait_until(lambda: bool(peer.owned(topic)) and bool(ours.owned_queues().get(topic)), 90, "both hold a share")
+        snap = tmp_path / "snap"
+        done = run_cli("snapshot", "-n", rocketmq.namesrv_address, "--out", str(snap), "--group", group)
+        assert done.returncode == 0, done.stderr
+        done = run_cli("audit", "--snapshot", str(snap), "--format", "json", "--master", "local[2]")
+    finally:
+        ours.shutdown(15)
+        peer.stop()
+    assert done.returncode == 1, done.stderr[-3000:]
+    answer = json.loads(done.stdout)
+    assert answer["subscriptions_recorded"] is True
+    (finding,) = [f for f in answer["findings"] if f["kind"] == "inconsistent_subscription"]
+    java, python = sorted([peer.client_id, "127.0.0.1@py-tagged"])
+    assert (finding["group"], finding["topic"], finding["where"]) == (group, topic, f"{java}, {python}")
+    assert finding["reason"] == (
+        f"subscribed as '*' by {peer.client_id}; as 'TagA' by 127.0.0.1@py-tagged; "
+        f"127.0.0.1@py-tagged never receives anything but its own tags: {LOSS}"
+    )
 
 
 def _retry_queues(group: MixedGroup) -> list[MessageQueue]:

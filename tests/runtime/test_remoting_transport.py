@@ -34,6 +34,7 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+from rocket_rebalance.subscription import SQL92, SubscriptionExpression
 from tests.scripted_server import Handler, ScriptedServer
 
 MQ = MessageQueue("TopicT", "broker-a", 0)
@@ -167,8 +168,12 @@ class _Client:
             "CONSUME_FROM_LAST_OFFSET",
             False,
             1_700_000_000_000,
-            ("TopicT",),
+            ("TopicT", "TopicS", "TopicU"),
             {MQ: QueueRunInfo(commit_offset=12, locked=True)},
+            expressions={
+                "TopicT": SubscriptionExpression("TagA || TagB"),
+                "TopicS": SubscriptionExpression("a > 5", SQL92),
+            },
         )
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:
@@ -189,6 +194,13 @@ def test_running_info_is_answered_in_javas_shape(serve: Callable[[Handler], Scri
         assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
         assert int(info.properties["PROP_CONSUMER_START_TIMESTAMP"]) == 1_700_000_000_000
         assert b'{"brokerName":"broker-a","queueId":0,"topic":"TopicT"}:' in answer.body  # an object as map key
+        # each topic's own expression, as Java's subscriptionSet carries it (a topic without one: "*")
+        got = {s.topic: (s.expression_type, s.sub_string, s.tags_set) for s in info.subscriptions}
+        assert got == {
+            "TopicT": ("TAG", "TagA || TagB", ("TagA", "TagB")),
+            "TopicS": ("SQL92", "a > 5", ()),
+            "TopicU": ("TAG", "*", ()),
+        }
     finally:
         transport.close()
 

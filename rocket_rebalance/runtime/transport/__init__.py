@@ -206,6 +206,9 @@ class RunningInfo:
     """The strategy's class, dotted, as the start of Java's ``allocateMessageQueueStrategy`` property reads
     (``org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely@1b6d3586``): the class names of
     this library's strategies are Java's, so a collector maps both kinds by the last dotted part."""
+    expressions: Mapping[str, SubscriptionExpression] = field(default_factory=dict)
+    """Each topic's own expression (a topic not in it: ``*``), reported in ``subscriptionSet`` as Java reports its
+    own: an audit compares the members of a group by it."""
 
 
 def running_info_properties(info: RunningInfo, nameserver_address: str) -> dict[str, str]:
@@ -262,6 +265,9 @@ class ConsumerReport:
     client_id: str
     queues: frozenset[MessageQueue]
     properties: Mapping[str, str]
+    subscriptions: Mapping[str, SubscriptionExpression] | None = None
+    """Each topic the consumer subscribes, with its own expression (running info's ``subscriptionSet``); None when
+    the wire's answer does not carry them (the stub's: its connection list has each member's instead)."""
 
 
 @dataclass(frozen=True)
@@ -279,6 +285,9 @@ class ConnectionRow:
     message_model: str = ""
     """The group's ``CLUSTERING`` or ``BROADCASTING`` as the broker's connection list states it ("" where the wire
     does not say)."""
+    subscriptions: tuple[tuple[str, SubscriptionExpression], ...] | None = None
+    """This member's own subscriptions (topic, expression) from its heartbeat where the wire lists them per
+    connection (the stub's); None where it gives only the group's merged table (RocketMQ's)."""
 
 
 class Transport(Protocol):

@@ -557,6 +557,10 @@ class GrpcTransport:
                 c.last_heartbeat_ms_ago,
                 tuple(s.topic for s in c.subscriptions),
                 message_model=_MESSAGE_MODEL.get(c.message_model, ""),
+                subscriptions=tuple(
+                    (s.topic, reported_expression(s.sub_string, s.expression_type, f"connection of {c.client_id}"))
+                    for s in c.subscriptions
+                ),
             )
             for c in answer.connections
         ]

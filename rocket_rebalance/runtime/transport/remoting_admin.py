@@ -12,7 +12,13 @@ import logging
 
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.remoting import ProtocolError, RequestCode, ResponseCode, bodies, headers, request
-from rocket_rebalance.runtime.transport import ConnectionRow, ConsumerReport, ProgressRow, TransportError
+from rocket_rebalance.runtime.transport import (
+    ConnectionRow,
+    ConsumerReport,
+    ProgressRow,
+    TransportError,
+    reported_expression,
+)
 from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool, wire_error
 
 __all__ = ["RemotingAdminReads"]
@@ -104,7 +110,13 @@ class RemotingAdminReads(RemotingPool):
                     info = bodies.parse_running_info(answer.body)
                 except ProtocolError as error:
                     raise TransportError(f"running info of {client_id}: {error}", "INTERNAL") from None
-                return ConsumerReport(client_id, info.queues, info.properties)
+                subscriptions = {
+                    sub.topic: reported_expression(
+                        sub.sub_string, sub.expression_type, f"running info of {client_id}, topic {sub.topic}"
+                    )
+                    for sub in info.subscriptions
+                }
+                return ConsumerReport(client_id, info.queues, info.properties, subscriptions)
             if answer.code == ResponseCode.CONSUME_MSG_TIMEOUT:
                 raise TransportError(str(wire_error(name, address, answer)), "DEADLINE_EXCEEDED")
             if answer.code == ResponseCode.CONSUMER_NOT_ONLINE or (

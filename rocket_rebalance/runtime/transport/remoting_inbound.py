@@ -32,6 +32,7 @@ from rocket_rebalance.runtime.transport import (
 )
 from rocket_rebalance.runtime.transport.connection import Connection
 from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool, stored_message
+from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["RemotingInbound"]
 
@@ -160,7 +161,11 @@ class RemotingInbound(RemotingPool):
     def _running_info_body(self, client: BrokerRequests) -> bytes:
         info = client.running_info()
         properties = running_info_properties(info, self.address)
-        subscriptions = [bodies.Subscription(topic, "*", self._sub_version) for topic in info.topics]
+        expressions = {topic: info.expressions.get(topic) or SubscriptionExpression() for topic in info.topics}
+        subscriptions = [
+            bodies.Subscription(topic, e.sub_string, self._sub_version, e.expression_type)
+            for topic, e in expressions.items()
+        ]
         table = {
             mq: bodies.ProcessQueueInfo(
                 commitOffset=row.commit_offset,
