@@ -70,7 +70,7 @@ Locks and the fence
       ``dead_holder_grace``, emits ``ReleaseDeadHolders(b, those IDs, b's refused queues)``; the runtime fetches
       b's own list and unlocks the queues on behalf of each ID b does not list, back to back; on
       ``DeadHoldersChecked`` with releases the queues are locked again at once. At most one check per broker is
-      on the way, and one per ``lock_retry_interval`` at most. An ID b still lists (alive, or frozen: its
+      on the way; after one that released nothing the next waits four lock retries. An ID b still lists (alive, or frozen: its
       connection stays open) is never unlocked, so its queues stay fenced. (b) *holder*: on
       ``BrokerConnectionLost(b)`` every queue of b is dropped without persisting (it may be released by someone
       else from now on; L5) and nothing is locked at b until ``rejoin_delay`` after a heartbeat to b sent after
@@ -166,6 +166,7 @@ from rocket_rebalance.strategies import AllocationError, spans_topics
 __all__ = ["QueueState", "RebalanceCore"]
 
 _NEVER = math.inf
+_DEAD_CHECK_BACKOFF = 4  # L9: lock retries between two checks of one broker that released nothing
 
 
 class QueueState(enum.Enum):
@@ -681,7 +682,7 @@ class RebalanceCore:
                 if entry.state is QueueState.LOCK_WAIT:
                     refused.append(mq)
         if refused:
-            self._check_dead_holders(broker, refused, now)
+            self._check_dead_holders(broker, now)
 
     def _lock_refused(self, entry: _Entry, now: float) -> None:
         entry.holds_lock = False
@@ -746,25 +747,35 @@ class RebalanceCore:
             )
         )
 
-    def _check_dead_holders(self, broker: str, refused: list[MessageQueue], now: float) -> None:
+    def _check_dead_holders(self, broker: str, now: float) -> None:
+        """L9: one ``ReleaseDeadHolders`` for every queue of ``broker`` whose lock is refused (the refusals come
+        in several batches; a dead holder may hold any of them), when someone is missing and none is on the way."""
         cfg = self.config
         if not cfg.recover_dead_holders or self._shutting_down or broker in self._dead_checks_open:
             return
-        if now < self._dead_checks.get(broker, -_NEVER) + cfg.lock_retry_interval:
+        if now < self._dead_checks.get(broker, -_NEVER):
             return
         candidates = self._dead_holder_candidates(now)
         if not candidates:
             return
-        self._dead_checks[broker] = now
+        refused = [
+            entry.mq
+            for entry in self._entries.values()
+            if entry.mq.broker_name == broker
+            and entry.state is QueueState.LOCK_WAIT
+            and entry.refused_since is not None
+        ]
         self._dead_checks_open.add(broker)
-        self._emit(ReleaseDeadHolders(broker, candidates, tuple(refused)))
+        self._emit(ReleaseDeadHolders(broker, candidates, tuple(sort_queues(refused))))
 
     def _on_dead_holders_checked(self, event: DeadHoldersChecked, now: float) -> None:
+        """After a release, the next refusal may check again at once (another missing member may hold others);
+        after none, not before the dead-holder backoff: the holder is alive, or one we cannot name."""
         self._dead_checks_open.discard(event.broker_name)
+        backoff = 0.0 if event.released else _DEAD_CHECK_BACKOFF * self.config.lock_retry_interval
+        self._dead_checks[event.broker_name] = now + backoff
         if not event.released:
             return
-        for cid in event.released:
-            self._members_seen.pop(cid, None)  # its locks there are gone: no further releases on its behalf
         for mq in sort_queues(event.queues):
             entry = self._entries.get(mq)
             if entry is not None and entry.state is QueueState.LOCK_WAIT:

@@ -60,9 +60,25 @@ def test_a_holder_the_broker_still_lists_keeps_its_queues() -> None:
     [check] = only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
     after = d(DeadHoldersChecked("b0", frozenset(check.queues), frozenset()))  # b listed it: nothing released
     assert not only(after, LockQueues) and set(d.core.lock_waits()) == set(check.queues)
-    # the check is not repeated faster than the lock retries, and only one per broker is on the way
+    # a check that released nothing is not repeated for four lock retries: the holder is alive
     relock = only(d(Tick(), at=11.0), LockQueues)
+    assert not only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    relock = only(d(Tick(), at=12.5), LockQueues)
     assert only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+
+
+def test_every_refused_queue_of_the_broker_is_checked_and_a_release_allows_another_check() -> None:
+    """Refusals come in batches; the dead holder may hold queues of a later batch too."""
+    d = _orphaned()
+    relock = only(d(Tick(), at=10.5), LockQueues)
+    first = relock[0].queues[:1]
+    [check] = only(d(LockResult(frozenset(first), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    assert set(check.queues) == set(d.core.lock_waits())  # every refused queue of b0, not just this batch's
+    d(DeadHoldersChecked("b0", frozenset(first), frozenset({GONE})))
+    rest = relock[0].queues[1:]
+    later = d(LockResult(frozenset(rest), frozenset(), relock[0].epoch))
+    [again] = only(later, ReleaseDeadHolders)
+    assert again.client_ids == (GONE,)
 
 
 def test_one_check_per_broker_is_on_the_way() -> None:
