@@ -70,8 +70,8 @@ Locks and the fence
       ``dead_holder_grace``, emits ``ReleaseDeadHolders(b, those IDs, b's refused queues)``; the runtime fetches
       b's own list and unlocks the queues on behalf of each ID b does not list, back to back; on
       ``DeadHoldersChecked`` with releases the queues are locked again at once. At most one check per broker is
-      on the way; after one that released nothing the next waits four lock retries. An ID b still lists (alive, or frozen: its
-      connection stays open) is never unlocked, so its queues stay fenced. (b) *holder*: on
+      on the way; after one that released nothing the next waits four lock retries. An ID b still lists (alive,
+      or frozen: its connection stays open) is never unlocked, so its queues stay fenced. (b) *holder*: on
       ``BrokerConnectionLost(b)`` every queue of b is dropped without persisting (it may be released by someone
       else from now on; L5) and nothing is locked at b until ``rejoin_delay`` after a heartbeat to b sent after
       that loss succeeded (``BrokerRegistered`` of the same epoch), so a release a peer decided from a list
