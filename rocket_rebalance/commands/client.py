@@ -126,6 +126,7 @@ def _run_consume(args: argparse.Namespace) -> int:
         }[args.consume_from],
         consume_orderly=args.orderly,
         fenced_handover=not args.no_fence,
+        recover_dead_holders=not args.keep_dead_locks,
         client_id=client_id,
         token=args.token,
         access_key=None if credentials is None else credentials.access_key,
@@ -352,6 +353,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--orderly", action="store_true", help="consume each queue in order, holding its lock")
     consume.add_argument("--broadcast", action="store_true", help="every consumer takes every queue")
     consume.add_argument("--no-fence", action="store_true", help="Java's handover: no lock fence for concurrent")
+    consume.add_argument(
+        "--keep-dead-locks",
+        action="store_true",
+        help="do not release the locks of a member the broker no longer lists (a killed one): its queues then wait "
+        "for the broker's lock lifetime (60 s), as Java's orderly consumers do",
+    )
     consume.add_argument("--consume-from", choices=("last", "first", "timestamp"), default="last")
     consume.add_argument("--client-id", help="client ID (default ip@pid#nanotime)")
     consume.add_argument("--offsets", type=Path, help="broadcasting: the local offset file")

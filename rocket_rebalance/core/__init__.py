@@ -17,6 +17,7 @@ from rocket_rebalance.core.actions import (
     QueryMaxOffset,
     QueuesChanged,
     ReadOffset,
+    ReleaseDeadHolders,
     SearchOffset,
     SendHeartbeat,
     ShutdownComplete,
@@ -32,8 +33,11 @@ from rocket_rebalance.core.config import (
     default_consume_timestamp_ms,
 )
 from rocket_rebalance.core.events import (
+    BrokerConnectionLost,
+    BrokerRegistered,
     ConsumerIdsChanged,
     ConsumerListFetched,
+    DeadHoldersChecked,
     Event,
     LockResult,
     MessagesConsumed,
@@ -57,10 +61,13 @@ from rocket_rebalance.core.process_queue import ProcessQueue
 
 __all__ = [
     "Action",
+    "BrokerConnectionLost",
+    "BrokerRegistered",
     "ClientIdShared",
     "ConsumeFromWhere",
     "ConsumerIdsChanged",
     "ConsumerListFetched",
+    "DeadHoldersChecked",
     "DropQueue",
     "Event",
     "FetchConsumerList",
@@ -86,6 +93,7 @@ __all__ = [
     "QueuesUnlocked",
     "ReadOffset",
     "RebalanceConfig",
+    "ReleaseDeadHolders",
     "RebalanceCore",
     "RouteUpdated",
     "SearchOffset",

@@ -28,6 +28,7 @@ __all__ = [
     "QueryMaxOffset",
     "QueuesChanged",
     "ReadOffset",
+    "ReleaseDeadHolders",
     "SearchOffset",
     "SendHeartbeat",
     "ShutdownComplete",
@@ -67,9 +68,22 @@ class SendHeartbeat(Action):
 
 @dataclass(frozen=True, slots=True)
 class LockQueues(Action):
-    """Lock these queues of one broker for our client ID (batch lock); answer with ``LockResult``."""
+    """Lock these queues of one broker for our client ID (batch lock); answer with ``LockResult``, echoing
+    ``epoch`` (L9)."""
 
     broker_name: str
+    queues: tuple[MessageQueue, ...]
+    epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseDeadHolders(Action):
+    """L9: fetch the broker's own member list of the group and, for each of ``client_ids`` it does not list, unlock
+    ``queues`` on that client's behalf (UNLOCK_BATCH_MQ names the client whose locks go), back to back, so the
+    decision rests on the broker's present view. Answer with ``DeadHoldersChecked``."""
+
+    broker_name: str
+    client_ids: tuple[str, ...]
     queues: tuple[MessageQueue, ...]
 
 

@@ -49,6 +49,12 @@ class RebalanceConfig:
     ``handover_persist_attempts`` (ours) bounds a fenced handover whose offset cannot be saved: after that many
     failed writes the queue is handed over anyway and the next owner re-delivers from the last saved offset, since
     the lock held meanwhile keeps the queue from every consumer (Java writes once and never waits).
+    ``recover_dead_holders`` (ours, on by default; rule L9) lets a new owner release the locks of a member the
+    broker no longer lists, once it has been missing from the member lists for ``dead_holder_grace``, so a killed
+    consumer's queues are consumed again within seconds instead of the broker's lock lifetime; its other half,
+    ``rejoin_delay``, keeps this consumer from locking at a broker it lost touch with until that long after its
+    next heartbeat there succeeded, so a peer's release decided while we were missing lands first. Off: a killed
+    holder's queues wait for the broker's lock lifetime, as Java's orderly consumers do.
     """
 
     consumer_group: str
@@ -75,6 +81,9 @@ class RebalanceConfig:
     release_retry_interval: float = 0.5
     request_timeout: float = 10.0
     handover_persist_attempts: int = 3
+    recover_dead_holders: bool = True
+    dead_holder_grace: float = 0.5
+    rejoin_delay: float = 2.0
 
     def __post_init__(self) -> None:
         if not self.consumer_group:
@@ -82,7 +91,7 @@ class RebalanceConfig:
         if not self.client_id:
             raise ValueError("client_id is empty")
         for f in fields(self):
-            if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout")):
+            if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout", "_grace", "_delay")):
                 check_duration(f.name, getattr(self, f.name))
         attempts = self.handover_persist_attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:

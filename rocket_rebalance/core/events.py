@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from rocket_rebalance.model import MessageQueue
 
 __all__ = [
+    "BrokerConnectionLost",
+    "BrokerRegistered",
     "ConsumerIdsChanged",
     "ConsumerListFetched",
+    "DeadHoldersChecked",
     "Event",
     "LockResult",
     "MessagesConsumed",
@@ -81,10 +84,42 @@ class ConsumerIdsChanged(Event):
 
 @dataclass(frozen=True, slots=True)
 class LockResult(Event):
-    """The answer to one ``LockQueues``: which of the ``requested`` queues we now hold (empty on error)."""
+    """The answer to one ``LockQueues``: which of the ``requested`` queues we now hold (empty on error).
+
+    ``epoch`` echoes the action's: an answer to a request sent before the connection to the broker was lost is
+    ignored (rule L9), since the grant may have come before the broker listed us again."""
 
     requested: frozenset[MessageQueue]
     granted: frozenset[MessageQueue]
+    epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConnectionLost(Event):
+    """Our connection to ``broker_name`` ended (the ``epoch``-th time): the broker has dropped us from its member
+    lists, so another member may now release our locks there (L9). ``epoch`` counts the losses, from 1."""
+
+    broker_name: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistered(Event):
+    """A heartbeat to ``broker_name`` succeeded that was sent after the ``epoch``-th connection loss there (0:
+    none yet), so the broker lists us again (L9)."""
+
+    broker_name: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadHoldersChecked(Event):
+    """The answer to ``ReleaseDeadHolders``: whose locks of ``queues`` were released (``released``: the client
+    IDs the broker did not list; empty when it listed them all, or on error)."""
+
+    broker_name: str
+    queues: frozenset[MessageQueue]
+    released: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

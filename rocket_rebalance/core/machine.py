@@ -63,6 +63,23 @@ Locks and the fence
       ``HandoverWithoutOffset``: the next owner re-delivers from the last saved offset (at-least-once), which is
       better than a queue nobody consumes while its holder runs. Writes that fail while a queue is active do not
       count: the periodic write repairs those (O1).
+  L9. A holder that is gone gives way, and only one that is gone (``recover_dead_holders``). A broker drops a
+      member from its list when the member's connection closes (a killed process) or idles out (120 s), but
+      keeps its locks for its lock lifetime (60 s). So: (a) *new owner*: a queue of broker b allocated to us
+      whose lock b refuses, while some client ID we saw listed has been missing from every member list since for
+      ``dead_holder_grace``, emits ``ReleaseDeadHolders(b, those IDs, b's refused queues)``; the runtime fetches
+      b's own list and unlocks the queues on behalf of each ID b does not list, back to back; on
+      ``DeadHoldersChecked`` with releases the queues are locked again at once. At most one check per broker is
+      on the way; after one that released nothing the next waits four lock retries. An ID b still lists (alive,
+      or frozen: its connection stays open) is never unlocked, so its queues stay fenced. (b) *holder*: on
+      ``BrokerConnectionLost(b)`` every queue of b is dropped without persisting (it may be released by someone
+      else from now on; L5) and nothing is locked at b until ``rejoin_delay`` after a heartbeat to b sent after
+      that loss succeeded (``BrokerRegistered`` of the same epoch), so a release a peer decided from a list
+      without us lands before we lock again; lock answers to requests sent before the loss (an older epoch)
+      are ignored. Together: when b releases a member's locks, that member had stopped handing out b's
+      messages when b dropped it (at least ``dead_holder_grace`` earlier), and re-locks only after every such
+      release, so no two consumers hand out one queue's messages at once; offsets stay monotonic (O1-O3, L5).
+      A holder we never saw listed (it died before we joined) is not known, and its locks lapse on their own.
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
@@ -102,6 +119,7 @@ from rocket_rebalance.core.actions import (
     QueryMaxOffset,
     QueuesChanged,
     ReadOffset,
+    ReleaseDeadHolders,
     SearchOffset,
     SendHeartbeat,
     ShutdownComplete,
@@ -112,8 +130,11 @@ from rocket_rebalance.core.actions import (
 )
 from rocket_rebalance.core.config import ConsumeFromWhere, MessageModel, RebalanceConfig
 from rocket_rebalance.core.events import (
+    BrokerConnectionLost,
+    BrokerRegistered,
     ConsumerIdsChanged,
     ConsumerListFetched,
+    DeadHoldersChecked,
     Event,
     LockResult,
     MessagesConsumed,
@@ -145,6 +166,7 @@ from rocket_rebalance.strategies import AllocationError, spans_topics
 __all__ = ["QueueState", "RebalanceCore"]
 
 _NEVER = math.inf
+_DEAD_CHECK_BACKOFF = 4  # L9: lock retries between two checks of one broker that released nothing
 
 
 class QueueState(enum.Enum):
@@ -206,6 +228,12 @@ class RebalanceCore:
         self._shared_id: dict[str, int] = {}  # topic -> how many consumers use our client ID there (L6), when > 1
         self._entries: dict[MessageQueue, _Entry] = {}
         self._unlocking: dict[MessageQueue, float] = {}  # mq -> deadline of the outstanding unlock
+        # L9: client IDs seen in member lists -> since when missing from every list (None: listed in the last one)
+        self._members_seen: dict[str, float | None] = {}
+        self._epochs: dict[str, int] = {}  # broker -> connection losses seen (L9)
+        self._rejoin_at: dict[str, float] = {}  # broker -> when locking there may resume after a loss (L9)
+        self._dead_checks: dict[str, float] = {}  # broker -> when its last ReleaseDeadHolders was sent (L9)
+        self._dead_checks_open: set[str] = set()  # brokers whose ReleaseDeadHolders is on the way
         self._started = False
         self._shutting_down = False
         self._shutdown_done = False
@@ -236,6 +264,9 @@ class RebalanceCore:
             ConsumerListFetched: self._on_consumer_list,
             ConsumerIdsChanged: self._on_notification,
             LockResult: self._on_lock_result,
+            BrokerConnectionLost: self._on_connection_lost,
+            BrokerRegistered: self._on_registered,
+            DeadHoldersChecked: self._on_dead_holders_checked,
             QueuesUnlocked: self._on_unlocked,
             OffsetRead: self._on_offset_read,
             OffsetQueried: self._on_offset_queried,
@@ -346,7 +377,7 @@ class RebalanceCore:
         if self._out_persist:
             out.append(PersistOffsets(dict(sorted(self._out_persist.items(), key=lambda kv: kv[0].sort_key))))
         for broker in sorted(self._out_lock):
-            out.append(LockQueues(broker, tuple(sort_queues(self._out_lock[broker]))))
+            out.append(LockQueues(broker, tuple(sort_queues(self._out_lock[broker])), self._epochs.get(broker, 0)))
         for broker in sorted(self._out_unlock):
             out.append(UnlockQueues(broker, tuple(sort_queues(self._out_unlock[broker]))))
         if self._out_heartbeat and not self._shutting_down:
@@ -431,6 +462,8 @@ class RebalanceCore:
         if event.topic not in self._round_pending:
             return  # an answer from an abandoned round: its view may be stale
         self._round_pending.discard(event.topic)
+        if event.client_ids is not None:
+            self._note_members(event.client_ids, now)
         if event.client_ids is None:
             self._round_failed = True
             self._mark_unbalanced(now)
@@ -539,6 +572,11 @@ class RebalanceCore:
             entry.state = QueueState.LOCK_WAIT
             entry.deadline = self._unlocking[entry.mq]
             return
+        rejoin = self._rejoin_at.get(entry.mq.broker_name, -_NEVER)
+        if now < rejoin:  # L9: not at a broker we lost touch with until it lists us again, and a while after
+            entry.state = QueueState.LOCK_WAIT
+            entry.deadline = rejoin
+            return
         entry.state = QueueState.LOCKING
         entry.deadline = now + self.config.request_timeout
         self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
@@ -621,7 +659,12 @@ class RebalanceCore:
     # ------------------------------------------------------------------ locks (L1, L2, L4)
 
     def _on_lock_result(self, event: LockResult, now: float) -> None:
-        for mq in sort_queues(event.requested | event.granted):
+        queues = event.requested | event.granted
+        broker = next(iter(queues)).broker_name if queues else ""
+        if event.epoch != self._epochs.get(broker, 0):
+            return  # L9: sent before the connection was lost; its entries were dropped then
+        refused: list[MessageQueue] = []
+        for mq in sort_queues(queues):
             entry = self._entries.get(mq)
             granted = mq in event.granted
             if entry is None:
@@ -636,6 +679,10 @@ class RebalanceCore:
                     self._send_read(entry, now)
             else:
                 self._lock_refused(entry, now)
+                if entry.state is QueueState.LOCK_WAIT:
+                    refused.append(mq)
+        if refused:
+            self._check_dead_holders(broker, now)
 
     def _lock_refused(self, entry: _Entry, now: float) -> None:
         entry.holds_lock = False
@@ -672,6 +719,92 @@ class RebalanceCore:
         for entry in self._entries.values():
             if entry.holds_lock and entry.state is not QueueState.LOCKING:
                 self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
+
+    # ------------------------------------------------------------------ holders that are gone (L9)
+
+    def _note_members(self, client_ids: tuple[str, ...], now: float) -> None:
+        """Keep when each client ID seen went missing from the member lists; forget one missing so long that the
+        broker's own lock lifetime has freed its locks."""
+        listed = set(client_ids)
+        forget_before = now - self.config.broker_lock_lifetime - self.config.dead_holder_grace
+        for cid in listed:
+            self._members_seen[cid] = None
+        for cid, since in list(self._members_seen.items()):
+            if cid in listed:
+                continue
+            if since is None:
+                self._members_seen[cid] = now
+            elif since < forget_before:
+                del self._members_seen[cid]
+
+    def _dead_holder_candidates(self, now: float) -> tuple[str, ...]:
+        grace = self.config.dead_holder_grace
+        return tuple(
+            sorted(
+                cid
+                for cid, since in self._members_seen.items()
+                if since is not None and now - since >= grace and cid != self.config.client_id
+            )
+        )
+
+    def _check_dead_holders(self, broker: str, now: float) -> None:
+        """L9: one ``ReleaseDeadHolders`` for every queue of ``broker`` whose lock is refused (the refusals come
+        in several batches; a dead holder may hold any of them), when someone is missing and none is on the way."""
+        cfg = self.config
+        if not cfg.recover_dead_holders or self._shutting_down or broker in self._dead_checks_open:
+            return
+        if now < self._dead_checks.get(broker, -_NEVER):
+            return
+        candidates = self._dead_holder_candidates(now)
+        if not candidates:
+            return
+        refused = [
+            entry.mq
+            for entry in self._entries.values()
+            if entry.mq.broker_name == broker
+            and entry.state is QueueState.LOCK_WAIT
+            and entry.refused_since is not None
+        ]
+        self._dead_checks_open.add(broker)
+        self._emit(ReleaseDeadHolders(broker, candidates, tuple(sort_queues(refused))))
+
+    def _on_dead_holders_checked(self, event: DeadHoldersChecked, now: float) -> None:
+        """After a release, the next refusal may check again at once (another missing member may hold others);
+        after none, not before the dead-holder backoff: the holder is alive, or one we cannot name."""
+        self._dead_checks_open.discard(event.broker_name)
+        backoff = 0.0 if event.released else _DEAD_CHECK_BACKOFF * self.config.lock_retry_interval
+        self._dead_checks[event.broker_name] = now + backoff
+        if not event.released:
+            return
+        for mq in sort_queues(event.queues):
+            entry = self._entries.get(mq)
+            if entry is not None and entry.state is QueueState.LOCK_WAIT:
+                self._send_lock(entry, now)
+
+    def _on_connection_lost(self, event: BrokerConnectionLost, now: float) -> None:
+        broker = event.broker_name
+        if event.epoch <= self._epochs.get(broker, 0):
+            return
+        self._epochs[broker] = event.epoch
+        self._dead_checks_open.discard(broker)  # its answer may never come; the next refusal checks again
+        if not self.config.uses_locks:
+            return
+        self._rejoin_at[broker] = _NEVER
+        for entry in [e for e in self._entries.values() if e.mq.broker_name == broker]:
+            if entry.state in (QueueState.ACTIVE, QueueState.DRAINING, QueueState.PERSISTING):
+                self._lose(entry, now)
+            else:
+                del self._entries[entry.mq]  # an acquisition: the next round starts it again, behind the gate
+        self._mark_unbalanced(now)
+
+    def _on_registered(self, event: BrokerRegistered, now: float) -> None:
+        broker = event.broker_name
+        if event.epoch != self._epochs.get(broker, 0) or self._rejoin_at.get(broker) != _NEVER:
+            return  # registered before the last loss, or no loss to recover from
+        rejoin = self._rejoin_at[broker] = now + self.config.rejoin_delay
+        for entry in self._entries.values():
+            if entry.mq.broker_name == broker and entry.state is QueueState.LOCK_WAIT:
+                entry.deadline = min(entry.deadline, rejoin)  # _send_lock checks the gate again then
 
     # ------------------------------------------------------------------ release (T3, L3)
 

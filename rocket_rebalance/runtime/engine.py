@@ -36,9 +36,12 @@ from functools import partial
 
 from rocket_rebalance.core import (
     Action,
+    BrokerConnectionLost,
+    BrokerRegistered,
     ClientIdShared,
     ConsumerIdsChanged,
     ConsumerListFetched,
+    DeadHoldersChecked,
     DropQueue,
     FetchConsumerList,
     FetchRoutes,
@@ -62,6 +65,7 @@ from rocket_rebalance.core import (
     ReadOffset,
     RebalanceConfig,
     RebalanceCore,
+    ReleaseDeadHolders,
     RouteUpdated,
     SearchOffset,
     SendHeartbeat,
@@ -145,6 +149,10 @@ class LockWaitError(Exception):
 
 LOCK_WAIT_KIND = "locks of allocated queues"
 NOTIFICATIONS_UNEXPECTED = "notifications: unexpected error"
+DEAD_HOLDERS_KIND = "release of a gone member's locks"
+DEAD_HOLDER_WINDOW = 1.0
+"""Seconds within which a broker's member list must come for the locks of members it does not list to be
+released on its word (core rule L9); the ``rejoin_delay`` a member waits after registering again is longer."""
 BROKER_CALL_THREADS = 4  # heartbeats (and, at shutdown, unregisters) in flight at once, however many brokers
 
 
@@ -272,6 +280,8 @@ class Engine:
         self._known_brokers: set[str] = set()
         self._brokers_lock = threading.Lock()
         self._heartbeating: set[str] = set()  # brokers with a heartbeat under way (under _brokers_lock)
+        self._heartbeat_again: set[str] = set()  # brokers asked for one while one was under way (same lock)
+        self._losses: dict[str, int] = {}  # broker -> connections to it lost so far (core rule L9's epochs)
         self._open_streams: dict[str, NotificationStream] = {}
         self._closing = threading.Event()
         self._shutdown_done = threading.Event()
@@ -521,9 +531,10 @@ class Engine:
             LockWaitError(
                 f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks "
                 f"for up to {max(waits[mq] for mq in long):.0f} s ({first_few(long)}). Another consumer holds "
-                "them: one that is leaving hands them over within its drain timeout; one that was killed keeps "
-                "them until the broker's lock lifetime (60 s) lapses; the broker does not say which consumer it "
-                "is"
+                "them that the broker still lists as a member (one that is leaving hands them over within its "
+                "drain timeout; a frozen one keeps them until it goes on or the broker drops it), or one this "
+                "consumer never saw listed, whose locks lapse with the broker's lock lifetime (60 s); the broker "
+                "does not say which consumer it is"
             ),
         )
 
@@ -607,8 +618,10 @@ class Engine:
             case SendHeartbeat(topics=topics):
                 self._topics = topics
                 self._heartbeat(topics)  # on the broker pool: it does not wait here
-            case LockQueues(broker_name=broker, queues=queues):
-                self._io_call(f"lock at {broker}", lambda: self._lock(broker, queues))
+            case LockQueues(broker_name=broker, queues=queues, epoch=epoch):
+                self._io_call(f"lock at {broker}", lambda: self._lock(broker, queues, epoch))
+            case ReleaseDeadHolders(broker_name=broker, client_ids=holders, queues=queues):
+                self._io_call(DEAD_HOLDERS_KIND, lambda: self._release_dead_holders(broker, holders, queues))
             case UnlockQueues(broker_name=broker, queues=queues):
                 self._io_call(f"unlock at {broker}", lambda: self._unlock(broker, queues))
             case ReadOffset(mq=mq, request_id=request):
@@ -745,22 +758,33 @@ class Engine:
         with self._brokers_lock:
             wanted = sorted(self._known_brokers) if brokers is None else brokers
             targets = [broker for broker in wanted if broker not in self._heartbeating]
+            self._heartbeat_again.update(broker for broker in wanted if broker in self._heartbeating)
             self._heartbeating.update(targets)
         return self._at_brokers(self._broker_calls, targets, partial(self._heartbeat_one, registration), then)
 
     def _heartbeat_one(self, registration: GroupRegistration, broker: str) -> None:
-        try:
+        """One heartbeat, and once more if another was asked for meanwhile (a reconnect's must not be lost behind
+        a periodic one under way on the connection that closed). A success is told to the core with the number
+        of connection losses before it was sent (rule L9: only one sent after the last loss lists us again)."""
+        again = True
+        while again:
             if self._closing.is_set():
-                return
-            self._check_subscriptions(broker, registration.topics)
-            self.transport.heartbeat(broker, self.config.client_id, registration)
-        except TransportError as error:
-            self.health.failed("heartbeat", error, at=broker)
-        else:
-            self.health.ok("heartbeat", at=broker)
-        finally:
+                break
             with self._brokers_lock:
-                self._heartbeating.discard(broker)
+                epoch = self._losses.get(broker, 0)
+            try:
+                self._check_subscriptions(broker, registration.topics)
+                self.transport.heartbeat(broker, self.config.client_id, registration)
+            except TransportError as error:
+                self.health.failed("heartbeat", error, at=broker)
+            else:
+                self.health.ok("heartbeat", at=broker)
+                self.post(BrokerRegistered(broker, epoch))
+            with self._brokers_lock:
+                again = broker in self._heartbeat_again
+                self._heartbeat_again.discard(broker)
+                if not again:
+                    self._heartbeating.discard(broker)
 
     @staticmethod
     def _at_brokers(
@@ -830,7 +854,7 @@ class Engine:
                 at=broker,  # each broker has its table: one where it agrees clears nothing at another
             )
 
-    def _lock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
+    def _lock(self, broker: str, queues: tuple[MessageQueue, ...], epoch: int) -> Event:
         try:
             granted = self.transport.lock(broker, self.config.consumer_group, self.config.client_id, queues)
         except TransportError as error:
@@ -838,7 +862,44 @@ class Engine:
             granted = set()
         else:
             self.health.ok(f"lock at {broker}")
-        return LockResult(frozenset(queues), frozenset(granted))
+        return LockResult(frozenset(queues), frozenset(granted), epoch)
+
+    def _release_dead_holders(self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...]) -> Event:
+        """Core rule L9: ask the broker whom it lists, and release the locks of ``queues`` held by each of
+        ``holders`` it does not list, at once. A list that took longer than :data:`DEAD_HOLDER_WINDOW` to come
+        is not acted on: the decision must rest on the broker's present view, and a holder that registered again
+        meanwhile waits only its ``rejoin_delay`` before it locks."""
+        group = self.config.consumer_group
+        asked = time.monotonic()
+        try:
+            listed = set(self.transport.consumer_list(broker, group))
+        except TransportError as error:
+            self.health.failed(DEAD_HOLDERS_KIND, error, at=broker)
+            return DeadHoldersChecked(broker, frozenset(queues))
+        if time.monotonic() - asked > DEAD_HOLDER_WINDOW:
+            log.info("member list of %s came after %.1f s: no locks released on its word", broker, DEAD_HOLDER_WINDOW)
+            return DeadHoldersChecked(broker, frozenset(queues))
+        released: set[str] = set()
+        for holder in holders:
+            if holder in listed or holder == self.config.client_id:
+                continue
+            try:
+                self.transport.unlock(broker, group, holder, queues)
+            except TransportError as error:
+                self.health.failed(DEAD_HOLDERS_KIND, error, at=broker)
+                continue
+            released.add(holder)
+        self.health.ok(DEAD_HOLDERS_KIND, at=broker)
+        if released:
+            log.warning(
+                "released the locks %s held on %d queue(s) of %s (%s): it is no longer a member there, so it "
+                "stopped consuming them when the broker dropped it",
+                ", ".join(sorted(released)),
+                len(queues),
+                broker,
+                first_few(queues),
+            )
+        return DeadHoldersChecked(broker, frozenset(queues), frozenset(released))
 
     def _unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Event:
         try:
@@ -1136,7 +1197,9 @@ class Engine:
             return
         if error is not None:
             self.health.failed("broker connection", error, at=broker)
-        self.post(partial(self._connection_lost, broker))
+        with self._brokers_lock:
+            epoch = self._losses[broker] = self._losses.get(broker, 0) + 1
+        self.post(BrokerConnectionLost(broker, epoch))
         self.post(partial(self._reconnect_later, broker))
 
     def _reconnect_later(self, broker: str) -> None:
@@ -1148,13 +1211,3 @@ class Engine:
 
     def _listen_on_io(self, broker: str) -> None:
         self._io.submit(partial(self._listen, broker))  # refused once the engine shuts down: nothing to reopen
-
-    def _connection_lost(self, broker: str) -> None:
-        """The broker releases a client's locks when its connection closes, so ours there are gone now: say so
-        to the core at once (a refused lock), rather than consuming on until the client lock lifetime ends
-        while another consumer may already hold the queue."""
-        if not self.config.uses_locks:
-            return
-        held = frozenset(mq for mq in self.core.held_queues() if mq.broker_name == broker)
-        if held:
-            self._handle(LockResult(held, frozenset()))

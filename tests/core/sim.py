@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 
 from rocket_rebalance.core import (
     Action,
+    BrokerConnectionLost,
+    BrokerRegistered,
     ClientIdShared,
     ConsumerIdsChanged,
     ConsumerListFetched,
+    DeadHoldersChecked,
     DropQueue,
     Event,
     FetchConsumerList,
@@ -41,6 +44,7 @@ from rocket_rebalance.core import (
     ReadOffset,
     RebalanceConfig,
     RebalanceCore,
+    ReleaseDeadHolders,
     RouteUpdated,
     SearchOffset,
     SendHeartbeat,
@@ -65,15 +69,19 @@ REMOTE = (
     QueryMaxOffset,
     SearchOffset,
     PersistOffsets,
+    ReleaseDeadHolders,
 )
 
 
 class Broker:
     """Routes, registry, offsets, locks and messages of one group, all in memory."""
 
-    def __init__(self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0) -> None:
+    def __init__(
+        self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0, keeps_locks: bool = False
+    ) -> None:
         self.routes = {topic: frozenset(queues) for topic, queues in routes.items()}
         self.lock_lifetime = lock_lifetime
+        self.keeps_locks = keeps_locks  # RocketMQ: a closed connection's locks stay until their lifetime lapses
         self.registered: list[str] = []
         self.offsets: dict[MessageQueue, int] = {}
         self.offset_history: dict[MessageQueue, list[int]] = {}
@@ -98,10 +106,11 @@ class Broker:
 
     def drop_client(self, cid: str, registered: bool) -> None:
         """The client's connection closed: it leaves the registry if it was in it (one entry per connection, as
-        RocketMQ lists a client ID once per channel) and, once no connection of that ID is left, its locks go."""
+        RocketMQ lists a client ID once per channel) and, once no connection of that ID is left, its locks go
+        (the stub's behaviour; a RocketMQ broker, ``keeps_locks``, keeps them until their lifetime lapses)."""
         if registered:
             self.registered.remove(cid)
-        if cid not in self.registered:
+        if cid not in self.registered and not self.keeps_locks:
             for mq in [mq for mq, (holder, _) in self.locks.items() if holder == cid]:
                 del self.locks[mq]
 
@@ -116,6 +125,7 @@ class Request:
     client: SimConsumer
     action: Action
     sent_at: float
+    epoch: int = 0  # the sender's connection losses when it was sent: one sent before a loss went on the old one
 
 
 @dataclass
@@ -136,6 +146,7 @@ class SimConsumer:
     handovers_without_offset: list[HandoverWithoutOffset] = field(default_factory=list)
     shutdown_complete: bool = False
     registered: bool = False  # this consumer's connection is in the broker's registry
+    epoch: int = 0  # how often its connection to the brokers was lost (L9)
 
     def feed(self, event: Event) -> list[Action]:
         actions = self.core.handle(event, self.sim.now)
@@ -146,7 +157,7 @@ class SimConsumer:
 
     def carry_out(self, action: Action) -> None:
         if isinstance(action, REMOTE):
-            self.sim.pending.append(Request(self, action, self.sim.now))
+            self.sim.pending.append(Request(self, action, self.sim.now, self.epoch))
         elif isinstance(action, StartQueue):
             self.pulling[action.mq] = action.offset
             self.buffered[action.mq] = []
@@ -208,8 +219,10 @@ class SimConsumer:
 class Sim:
     """The broker, the consumers and the clock; methods are the moves a test (or hypothesis) makes."""
 
-    def __init__(self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0) -> None:
-        self.broker = Broker(routes, lock_lifetime)
+    def __init__(
+        self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0, keeps_locks: bool = False
+    ) -> None:
+        self.broker = Broker(routes, lock_lifetime, keeps_locks)
         self.now = 0.0
         self.consumers: list[SimConsumer] = []
         self.pending: list[Request] = []
@@ -278,6 +291,26 @@ class Sim:
         self.notifications = [c for c in self.notifications if c is not consumer]
         self._drop(consumer)
 
+    def disconnect(self, consumer: SimConsumer) -> None:
+        """The consumer's connection closes and it lives on: the broker drops it from the registry at once. What
+        it had sent lands now, on a new connection (a lock may be granted again before it is listed again); then it
+        learns of the loss (``BrokerConnectionLost`` for every broker), well within ``dead_holder_grace``."""
+        consumer.epoch += 1
+        self._drop(consumer)
+        mine = [r for r in self.pending if r.client is consumer]
+        self.pending = [r for r in self.pending if r.client is not consumer]
+        for request in mine:
+            request.epoch = consumer.epoch
+            for event in self._execute(request, fail=False):
+                if consumer.alive:
+                    consumer.feed(event)
+        for broker_name in self.broker_names():
+            if consumer.alive:
+                consumer.feed(BrokerConnectionLost(broker_name, consumer.epoch))
+
+    def broker_names(self) -> list[str]:
+        return sorted({mq.broker_name for queues in self.broker.routes.values() for mq in queues})
+
     def _drop(self, consumer: SimConsumer) -> None:
         self.broker.drop_client(consumer.cid, consumer.registered)
         consumer.registered = False
@@ -307,12 +340,19 @@ class Sim:
         if isinstance(action, FetchConsumerList):
             return [ConsumerListFetched(action.topic, None if fail else tuple(broker.registered))]
         if isinstance(action, SendHeartbeat):
-            if not fail and not request.client.registered and not request.client.leaving:
+            if fail or request.epoch != request.client.epoch:
+                return []  # failed, or sent on a connection that has closed since
+            if not request.client.registered and not request.client.leaving:
                 self._register(request.client)
-            return []
+            return [BrokerRegistered(name, request.epoch) for name in self.broker_names()]
         if isinstance(action, LockQueues):
             granted = frozenset() if fail else broker.lock(cid, action.queues, now)
-            return [LockResult(frozenset(action.queues), granted)]
+            return [LockResult(frozenset(action.queues), granted, action.epoch)]
+        if isinstance(action, ReleaseDeadHolders):
+            gone = frozenset() if fail else frozenset(c for c in action.client_ids if c not in broker.registered)
+            for holder in gone:
+                broker.unlock(holder, action.queues)
+            return [DeadHoldersChecked(action.broker_name, frozenset(action.queues), gone)]
         if isinstance(action, UnlockQueues):
             if not fail:
                 broker.unlock(cid, action.queues)

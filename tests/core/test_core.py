@@ -86,7 +86,7 @@ class Drive:
             action = todo.pop(0)
             if isinstance(action, LockQueues):
                 granted = frozenset(action.queues) if grant else frozenset()
-                out = self(LockResult(frozenset(action.queues), granted))
+                out = self(LockResult(frozenset(action.queues), granted, action.epoch))
             elif isinstance(action, ReadOffset):
                 out = self(OffsetRead(action.mq, offset, action.request_id))
             elif isinstance(action, QueryMaxOffset | SearchOffset):

@@ -41,6 +41,8 @@ INTERVALS = dict(
     pull_expiry=12.0,
     release_retry_interval=0.05,
     request_timeout=REQUEST_TIMEOUT,
+    dead_holder_grace=0.05,
+    rejoin_delay=0.2,
 )
 
 
@@ -51,12 +53,13 @@ class RebalanceWorld(RuleBasedStateMachine):
     fenced = True
     graceful = False
     shared_ids = False  # joins may reuse a running consumer's client ID (cloned containers)
+    broker_keeps_locks = False  # RocketMQ keeps a closed connection's locks for their lifetime; the stub frees them
     strategy: AllocateMessageQueueStrategy = create_strategy("AVG")
 
     def __init__(self) -> None:
         super().__init__()
         routes = {TOPIC: QUEUES, retry_topic(GROUP): RETRY_QUEUES}
-        self.sim = Sim(routes, lock_lifetime=INTERVALS["broker_lock_lifetime"])
+        self.sim = Sim(routes, lock_lifetime=INTERVALS["broker_lock_lifetime"], keeps_locks=self.broker_keeps_locks)
         for mq in ALL_QUEUES:
             self.sim.broker.max_offset[mq] = 4
         self.joined = 0
@@ -119,6 +122,12 @@ class RebalanceWorld(RuleBasedStateMachine):
     @rule(data=st.data())
     def crash(self, data: st.DataObject) -> None:
         self.sim.crash(data.draw(st.sampled_from(self.sim.live())))
+
+    @precondition(lambda self: not self.graceful and len(self._running()) > 0)
+    @rule(data=st.data())
+    def lose_connection(self, data: st.DataObject) -> None:
+        """A consumer's connection closes while it runs: the broker drops it from the member list (L9)."""
+        self.sim.disconnect(data.draw(st.sampled_from(self._running())))
 
     # the network --------------------------------------------------------------------------
 
@@ -325,6 +334,17 @@ class OrderlyWorld(RebalanceWorld):
     fenced = True
 
 
+class RocketMQFencedWorld(RebalanceWorld):
+    """A broker that keeps a crashed or cut-off member's locks for their lifetime, as RocketMQ does: only core rule
+    L9 frees them early, and the invariants must hold all the same (one consumer per queue, offsets forward)."""
+
+    broker_keeps_locks = True
+
+
+class RocketMQOrderlyWorld(RocketMQFencedWorld):
+    orderly = True
+
+
 class JavaWorld(RebalanceWorld):
     """Fence off: Java's concurrent behaviour; only convergence, no loss and forward-only commits are promised."""
 
@@ -365,6 +385,10 @@ TestFencedConcurrent = FencedConcurrentWorld.TestCase
 TestFencedConcurrent.settings = SETTINGS
 TestOrderly = OrderlyWorld.TestCase
 TestOrderly.settings = SETTINGS
+TestRocketMQFenced = RocketMQFencedWorld.TestCase
+TestRocketMQFenced.settings = SETTINGS
+TestRocketMQOrderly = RocketMQOrderlyWorld.TestCase
+TestRocketMQOrderly.settings = SETTINGS
 TestJavaBehaviour = JavaWorld.TestCase
 TestJavaBehaviour.settings = SETTINGS
 TestGracefulFenced = GracefulFencedWorld.TestCase
