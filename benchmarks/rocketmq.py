@@ -6,6 +6,8 @@ Part 1, rebalancing. One real NameServer and two brokers (16 queues), steady tra
 0.2 s) and 5 ms of work per message. Three groups of four consumers run the same events in turn: all Java
 (``DefaultMQPushConsumer``), all ours, and mixed (two and two). Per cycle: a fifth consumer joins, leaves
 gracefully, another joins and is killed (SIGKILL); in the mixed group the newcomer alternates between kinds.
+Two more groups run the same with orderly consumers (``java-ord``: Java's ``MessageListenerOrderly``;
+``py-ord``: ours with ``--orderly``), compared with Java's orderly group.
 Both kinds rebalance every 2 s besides the broker's notifications (Java:
 ``rocketmq.client.rebalance.waitInterval=2000``; ours: ``--rebalance-interval 2``). Printed per group and kind
 of event:
@@ -13,8 +15,9 @@ of event:
 * settle p50 / p99: seconds from the event (the newcomer appearing in the brokers' member lists, the SIGTERM
   sent, the SIGKILL done) until every live consumer reports exactly its share of the plan over the live members;
 * consuming again p50 / p99: seconds from the event until every queue had a message consumed after it (the
-  new owners at work; with our fenced handover a killed consumer's queues wait for its broker locks to expire,
-  60 s on a 5.3.3 broker, where Java's concurrent consumers re-deliver instead);
+  new owners at work; a killed consumer's broker locks last 60 s on a 5.3.3 broker: Java's orderly consumers wait
+  for them, ours release the locks of a member the broker no longer lists (core rule L9), and Java's concurrent
+  consumers take no locks);
 * re-delivered per event: messages consumed a second time in the event's window (from the consumers' records).
 
 Part 2, the codec: a pull answer of 32 stored messages (64-byte bodies) decoded per second by the remoting codec
@@ -76,9 +79,11 @@ def _settle(group: MixedGroup, began: float) -> float:
 
 
 def _start(group: MixedGroup, kind: str, name: str) -> str:
-    if kind == "java":
-        return group.java(name, work_ms=WORK_MS).client_id
-    return group.python(name, "--work-ms", str(WORK_MS)).client_id
+    """``kind``: java, python, or either with ``-orderly`` (Java's orderly listener; our ``--orderly``)."""
+    orderly = kind.endswith("-orderly")
+    if kind.startswith("java"):
+        return group.java(name, orderly=orderly, work_ms=WORK_MS).client_id
+    return group.python(name, "--work-ms", str(WORK_MS), *(["--orderly"] if orderly else [])).client_id
 
 
 def _stop(group: MixedGroup, client_id: str, kill: bool) -> None:
@@ -155,6 +160,8 @@ def rebalancing(cycles: int) -> None:
                 "java": ["java"] * 4,
                 "python": ["python"] * 4,
                 "mixed": ["java", "python", "python", "java"],
+                "java-ord": ["java-orderly"] * 4,
+                "py-ord": ["python-orderly"] * 4,
             }
             results = {label: run_group(cluster, Path(folder), label, kinds, cycles) for label, kinds in groups.items()}
     print(f"\nrebalancing on a real RocketMQ 5.3.3: 4 consumers, 16 queues, {cycles} cycles, {WORK_MS} ms work")
@@ -163,7 +170,7 @@ def rebalancing(cycles: int) -> None:
         f"{'consuming again p50':>19} {'p99':>7} {'vs Java':>8} {'re-delivered/event':>19}"
     )
     for label, tally in results.items():
-        java = results["java"]
+        java = results["java-ord" if label.endswith("-ord") else "java"]  # orderly against Java's orderly
         for event, seconds in tally.seconds.items():
             p50, resumed = statistics.median(seconds), statistics.median(tally.resumed[event])
             again = tally.redelivered[event]
