@@ -9,17 +9,15 @@ import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster, mqadmin
-from rocket_rebalance.lab.wait import wait_until
-from rocket_rebalance.model import AclCredentials, ConsumeFromWhere, MessageQueue
+from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
+from rocket_rebalance.model import AclCredentials
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.transport import Message
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 from tests.rocketmq.conftest import start_cluster
+from tests.rocketmq.exactly_once import FAST, share_a_group_exactly_once
 
 pytestmark = pytest.mark.rocketmq
 
@@ -41,14 +39,6 @@ ACL_BROKER = {
     # The first (super) user, and what the broker's own inner clients sign with.
     "initAuthenticationUser": '{"username":"rr-admin","password":"admin-Secret-8c1f"}',
     "innerClientAuthenticationCredentials": '{"accessKey":"rr-admin","secretKey":"admin-Secret-8c1f"}',
-}
-# From the first offset, as the Java peer: from the last one, a new group asks GET_MAX_OFFSET (Java does too),
-# which ACL 2.0 authorizes as Get on the topic, a permission beyond Sub.
-FAST: dict[str, Any] = {
-    "rebalance_interval": 1.0,
-    "persist_interval": 0.2,
-    "heartbeat_interval": 1.0,
-    "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
 }
 
 
@@ -77,68 +67,13 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluste
         cluster.stop()
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.seen: list[tuple[MessageQueue, int]] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, batch: list[Message]) -> None:
-        with self._lock:
-            self.seen.extend((message.mq, message.queue_offset) for message in batch)
-
-
 def test_a_permitted_user_consumes_beside_java_exactly_once(secured: RocketMQCluster, tmp_path: Path) -> None:
-    assert secured.lib is not None
-    recorders = [Recorder(), Recorder()]
-    ours = [
-        PushConsumer(
-            secured.namesrv_address,
-            GROUP,
-            topics=[TOPIC],
-            listener=recorder,
-            client_id=f"127.0.0.1@py-{index}",
-            access_key=READER.access_key,
-            secret_key=READER.secret_key,
-            **FAST,
-        )  # fmt: skip
-        for index, recorder in enumerate(recorders)
-    ]
-    java = JavaPeer(secured.lib, tmp_path, secured.namesrv_address, GROUP, "java-1", [TOPIC], credentials=READER)
-    try:
-        for consumer in ours:
-            consumer.start()
-        assert java.started.wait(60), "the Java consumer did not start"
-        every = frozenset(("broker-a", queue) for queue in range(QUEUES))
-
-        def settled() -> bool:
-            owned = [frozenset((q.broker_name, q.queue_id) for q in c.owned_queues().get(TOPIC, ())) for c in ours]
-            owned.append(java.owned(TOPIC))
-            # AVG over 4 queues and 3 members gives each at least one: until then someone has not joined yet
-            return all(owned) and sum(len(o) for o in owned) == QUEUES and frozenset().union(*owned) == every
-
-        wait_until(settled, 60, "the three members share the queues")
-        assert all(consumer.healthy for consumer in ours), [c.describe().get("problems") for c in ours]
-        producer = RemotingTransport([secured.namesrv_address], credentials=ADMIN)
-        try:
-            sent = {
-                (MessageQueue(TOPIC, "broker-a", queue), offset)
-                for queue in range(QUEUES)
-                for offset in producer.send(TOPIC, "broker-a", [b"m"] * 10, queue_id=queue)[1]
-            }
-        finally:
-            producer.close()
-
-        def consumed() -> list[tuple[MessageQueue, int]]:
-            java_seen = [(MessageQueue(m["topic"], m["broker"], m["queue"]), m["offset"]) for m in java.consumed()]
-            return [pair for recorder in recorders for pair in recorder.seen] + java_seen
-
-        wait_until(lambda: set(consumed()) >= sent, 60, "every message consumed")
-        assert sorted(consumed()) == sorted(sent)  # each exactly once, across both languages
-        assert all(recorder.seen for recorder in recorders) and java.consumed()
-    finally:
-        for consumer in ours:
-            consumer.shutdown()
-        java.stop()
+    share_a_group_exactly_once(
+        secured, tmp_path, GROUP, TOPIC, QUEUES,
+        ours={"access_key": READER.access_key, "secret_key": READER.secret_key}, java={"credentials": READER},
+        producer=RemotingTransport([secured.namesrv_address], credentials=ADMIN),
+        batches=[[b"m"] * 10], timeout=60,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
