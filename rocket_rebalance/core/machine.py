@@ -663,7 +663,7 @@ class RebalanceCore:
         broker = next(iter(queues)).broker_name if queues else ""
         if event.epoch != self._epochs.get(broker, 0):
             return  # L9: sent before the connection was lost; its entries were dropped then
-        refused: list[MessageQueue] = []
+        refused = False
         for mq in sort_queues(queues):
             entry = self._entries.get(mq)
             granted = mq in event.granted
@@ -679,8 +679,7 @@ class RebalanceCore:
                     self._send_read(entry, now)
             else:
                 self._lock_refused(entry, now)
-                if entry.state is QueueState.LOCK_WAIT:
-                    refused.append(mq)
+                refused = refused or entry.state is QueueState.LOCK_WAIT
         if refused:
             self._check_dead_holders(broker, now)
 

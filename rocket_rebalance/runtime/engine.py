@@ -880,16 +880,20 @@ class Engine:
             log.info("member list of %s came after %.1f s: no locks released on its word", broker, DEAD_HOLDER_WINDOW)
             return DeadHoldersChecked(broker, frozenset(queues))
         released: set[str] = set()
+        failure: TransportError | None = None
         for holder in holders:
             if holder in listed or holder == self.config.client_id:
                 continue
             try:
                 self.transport.unlock(broker, group, holder, queues)
             except TransportError as error:
-                self.health.failed(DEAD_HOLDERS_KIND, error, at=broker)
+                failure = error
                 continue
             released.add(holder)
-        self.health.ok(DEAD_HOLDERS_KIND, at=broker)
+        if failure is None:
+            self.health.ok(DEAD_HOLDERS_KIND, at=broker)
+        else:  # reported once, and not cleared by the same check's other releases
+            self.health.failed(DEAD_HOLDERS_KIND, failure, at=broker)
         if released:
             log.warning(
                 "released the locks %s held on %d queue(s) of %s (%s): it is no longer a member there, so it "
