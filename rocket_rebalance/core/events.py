@@ -21,6 +21,7 @@ __all__ = [
     "Event",
     "LockResult",
     "MessagesConsumed",
+    "MessagesReturned",
     "MessagesDispatched",
     "MessagesPulled",
     "OffsetIllegal",
@@ -192,6 +193,16 @@ class MessagesDispatched(Event):
 @dataclass(frozen=True, slots=True)
 class MessagesConsumed(Event):
     """The listener finished these messages (success, or sent back for retry): they leave the in-flight set."""
+
+    mq: MessageQueue
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesReturned(Event):
+    """These dispatched messages never reached the listener after all (the runtime hands out several batches at
+    once and stopped before these: the queue was being released, its lock ran out, or an orderly batch before
+    them failed): they are in flight again, not handed out, and a release no longer waits for them."""
 
     mq: MessageQueue
     offsets: tuple[int, ...]

@@ -140,6 +140,7 @@ from rocket_rebalance.core.events import (
     MessagesConsumed,
     MessagesDispatched,
     MessagesPulled,
+    MessagesReturned,
     OffsetIllegal,
     OffsetLookupFailed,
     OffsetQueried,
@@ -186,7 +187,9 @@ _ACQUIRING = frozenset(
     {QueueState.LOCKING, QueueState.LOCK_WAIT, QueueState.READING, QueueState.QUERYING, QueueState.LOOKUP_WAIT}
 )
 _RELEASING = frozenset({QueueState.DRAINING, QueueState.PERSISTING})
-_MESSAGE_EVENTS: frozenset[type[Event]] = frozenset({MessagesPulled, MessagesDispatched, MessagesConsumed})
+_MESSAGE_EVENTS: frozenset[type[Event]] = frozenset(
+    {MessagesPulled, MessagesDispatched, MessagesConsumed, MessagesReturned}
+)
 
 
 @dataclass(eq=False)
@@ -276,6 +279,7 @@ class RebalanceCore:
             MessagesPulled: self._on_pulled,
             MessagesDispatched: self._on_dispatched,
             MessagesConsumed: self._on_consumed,
+            MessagesReturned: self._on_returned,
             OffsetIllegal: self._on_offset_illegal,
             ShutdownRequested: self._on_shutdown,
         }
@@ -357,6 +361,15 @@ class RebalanceCore:
         """Is ``mq`` locked by us on its broker, as far as the client knows (L2)?"""
         entry = self._entries.get(mq)
         return entry is not None and entry.holds_lock and now < entry.locked_until
+
+    def lock_deadline(self, mq: MessageQueue) -> float:
+        """Until when messages of ``mq`` may be handed out as far as its lock goes: when the client-side lock
+        lapses (L2), or infinity when this consumer takes no locks. A runtime that hands out several batches at
+        once starts none of them after it."""
+        if not self.config.uses_locks:
+            return math.inf
+        entry = self._entries.get(mq)
+        return entry.locked_until if entry is not None and entry.holds_lock else -math.inf
 
     def is_dispatchable(self, mq: MessageQueue, now: float) -> bool:
         """May a message of ``mq`` be handed to the listener now? Active, and with locks, a valid lock (L2)."""
@@ -918,6 +931,14 @@ class RebalanceCore:
         if entry is None or entry.pq is None:
             return
         entry.pq.on_consumed(event.offsets)
+        if entry.state is QueueState.DRAINING and entry.pq.dispatched_count == 0:
+            self._persist_for_release(entry, now)
+
+    def _on_returned(self, event: MessagesReturned, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is None or entry.pq is None:
+            return
+        entry.pq.on_returned(event.offsets)
         if entry.state is QueueState.DRAINING and entry.pq.dispatched_count == 0:
             self._persist_for_release(entry, now)
 

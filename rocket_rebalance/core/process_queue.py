@@ -2,16 +2,20 @@
 
 A message is in flight from the moment it is pulled until the listener is done with it; while any is, the
 commit offset is the smallest of them (committing past it would lose it if we crashed), else the next offset to
-pull. Committed offsets only move forward, so a late or duplicated report can never rewind the queue. In-flight
-messages are kept in a ``SortedDict`` (offset -> handed out to the listener or not), so the smallest is O(1) and
-each report is O(log n), as Java's ``ProcessQueue`` does with its ``TreeMap``.
+pull. Committed offsets only move forward, so a late or duplicated report can never rewind the queue.
+
+Pulls come in offset order, so in-flight offsets are kept as a deque in that order beside a dict of their states
+(handed out to the listener or not); a finished offset leaves the dict at once and the deque when it reaches the
+front. Every report costs O(1) per offset, amortised, where the ``SortedDict`` this replaced cost O(log n) and
+most of a consumer's bookkeeping time (an offset below the deque's last, which no broker sends, is inserted in
+place, in O(n)).
 """
 
 from __future__ import annotations
 
+import bisect
+from collections import deque
 from collections.abc import Iterable
-
-from sortedcontainers import SortedDict  # type: ignore[import-untyped]
 
 from rocket_rebalance.model import MessageQueue
 
@@ -25,13 +29,14 @@ class ProcessQueue:
     to reach zero. :meth:`freeze` pins the offset (release or OFFSET_ILLEGAL) so nothing moves it afterwards.
     """
 
-    __slots__ = ("mq", "_in_flight", "_dispatched", "_next_offset", "_committed", "_frozen", "last_pull")
+    __slots__ = ("mq", "_order", "_in_flight", "_dispatched", "_next_offset", "_committed", "_frozen", "last_pull")
 
     def __init__(self, mq: MessageQueue, start_offset: int, now: float) -> None:
         if start_offset < 0:
             raise ValueError(f"start offset of {mq} must be >= 0, got {start_offset}")
         self.mq = mq
-        self._in_flight: SortedDict = SortedDict()
+        self._order: deque[int] = deque()  # in-flight offsets ascending, and finished ones not yet at the front
+        self._in_flight: dict[int, bool] = {}  # offset -> handed out to the listener
         self._dispatched = 0
         self._next_offset = start_offset
         self._committed = start_offset
@@ -60,14 +65,25 @@ class ProcessQueue:
     def dispatched_count(self) -> int:
         return self._dispatched
 
+    @property
+    def span(self) -> int:
+        """Offsets from the smallest in flight to the largest pulled (Java's ``ProcessQueue.getMaxSpan``, what
+        a concurrent consumer's flow control bounds); 0 with nothing in flight."""
+        return self._order[-1] - self._order[0] if self._order else 0
+
     def in_flight(self) -> list[int]:
         """Offsets in flight, smallest first (for inspection and tests)."""
-        return list(self._in_flight.keys())
+        return [offset for offset in self._order if offset in self._in_flight]
 
     def _recompute(self) -> None:
+        order, in_flight = self._order, self._in_flight
+        while order and order[0] not in in_flight:
+            order.popleft()
+        while order and order[-1] not in in_flight:  # so the span is exact
+            order.pop()
         if self._frozen:
             return
-        candidate = self._in_flight.keys()[0] if self._in_flight else self._next_offset
+        candidate = order[0] if order else self._next_offset
         if candidate > self._committed:
             self._committed = candidate
 
@@ -76,25 +92,40 @@ class ProcessQueue:
         self.last_pull = now
         if self._frozen:
             return
+        order, in_flight = self._order, self._in_flight
         highest = self._next_offset
         for offset in offsets:
-            if offset >= self._committed and offset not in self._in_flight:
-                self._in_flight[offset] = False
+            if offset >= self._committed and offset not in in_flight:
+                in_flight[offset] = False
+                if not order or offset > order[-1]:
+                    order.append(offset)
+                elif offset not in order:
+                    order.insert(bisect.bisect_left(order, offset), offset)
             highest = max(highest, offset + 1)
         self._next_offset = max(highest, next_offset)
         self._recompute()
 
     def on_dispatched(self, offsets: Iterable[int]) -> None:
         """Mark buffered messages as handed to the listener; unknown offsets are ignored."""
+        in_flight = self._in_flight
         for offset in offsets:
-            if self._in_flight.get(offset) is False:
-                self._in_flight[offset] = True
+            if in_flight.get(offset) is False:
+                in_flight[offset] = True
                 self._dispatched += 1
+
+    def on_returned(self, offsets: Iterable[int]) -> None:
+        """Dispatched messages that never reached the listener: in flight again, not handed out."""
+        in_flight = self._in_flight
+        for offset in offsets:
+            if in_flight.get(offset) is True:
+                in_flight[offset] = False
+                self._dispatched -= 1
 
     def on_consumed(self, offsets: Iterable[int]) -> None:
         """The listener is done with these messages: they leave the in-flight set and the offset may advance."""
+        in_flight = self._in_flight
         for offset in offsets:
-            dispatched = self._in_flight.pop(offset, None)
+            dispatched = in_flight.pop(offset, None)
             if dispatched:
                 self._dispatched -= 1
         self._recompute()

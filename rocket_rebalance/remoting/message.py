@@ -68,6 +68,8 @@ _UINT = struct.Struct(">I")
 _ULONG = struct.Struct(">Q")
 _MAX_PORT = 65535
 _MIN_RECORD = _HEAD.size + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2  # IPv4 hosts, empty body, topic and properties
+_FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")  # TOTALSIZE .. BODYLEN of a record with IPv4 hosts
+_SLOW_FLAGS = SYSFLAG_COMPRESSED | SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
 
 
 @dataclass(frozen=True)
@@ -295,14 +297,102 @@ class _Record:
 
 def decode_messages(body: bytes | bytearray | memoryview, max_body_size: int = MAX_BODY_SIZE) -> list[StoredMessage]:
     """Every record of ``body``, in order; a compressed body inflates to at most ``max_body_size`` bytes (see
-    :attr:`StoredMessage.body_error`)."""
+    :attr:`StoredMessage.body_error`).
+
+    A pull answer is mostly plain records (IPv4 hosts, uncompressed, sound), read by :func:`_decode_plain` with
+    one ``struct`` call for the fixed part; any other record, and any record that is not sound, is read field by
+    field by :func:`_decode_record`, which also names what is wrong. The profile of a consumer draining a topic
+    had the field-by-field reading at half its time."""
     messages: list[StoredMessage] = []
-    with memoryview(body) as data:
-        start = 0
-        while start < len(data):
-            message, start = _decode_record(data, start, len(messages), max_body_size)
+    data = bytes(body)
+    with memoryview(data) as view:
+        start, end = 0, len(data)
+        topics: dict[bytes, str] = {}
+        while start < end:
+            plain = _decode_plain(data, start, topics)
+            if plain is None:
+                message, start = _decode_record(view, start, len(messages), max_body_size)
+            else:
+                message, start = plain
             messages.append(message)
     return messages
+
+
+def _decode_plain(data: bytes, start: int, topics: dict[bytes, str]) -> tuple[StoredMessage, int] | None:
+    """The plain record at ``start`` (IPv4 hosts, body not compressed) and the offset after it, or None when the
+    record is anything else or not sound, for :func:`_decode_record` to read or refuse. Topic names repeat in an
+    answer, so each is decoded once (``topics``)."""
+    if len(data) - start < _FIXED_V4.size:
+        return None
+    (
+        total,
+        magic,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        commit_log_offset,
+        sys_flag,
+        born_timestamp,
+        born_address,
+        born_port,
+        store_timestamp,
+        store_address,
+        store_port,
+        reconsume_times,
+        prepared_transaction_offset,
+        body_length,
+    ) = _FIXED_V4.unpack_from(data, start)
+    end = start + total
+    position = start + _FIXED_V4.size + body_length
+    if (
+        sys_flag & _SLOW_FLAGS
+        or magic != MAGIC_V1
+        or total < _MIN_RECORD
+        or end > len(data)
+        or body_length < 0
+        or position + 3 > end
+        or not (0 <= born_port <= _MAX_PORT and 0 <= store_port <= _MAX_PORT)
+    ):
+        return None
+    topic_raw = data[position + 1 : position + 1 + data[position]] if data[position] < 0x80 else None
+    if topic_raw is None:
+        return None
+    position += 1 + len(topic_raw)
+    if position + 2 > end:
+        return None
+    properties_end = position + 2 + ((data[position] << 8) | data[position + 1])
+    if data[position] >= 0x80 or properties_end != end:
+        return None
+    topic = topics.get(topic_raw)
+    try:
+        if topic is None:
+            topic = topics[topic_raw] = topic_raw.decode("utf-8")
+        properties = decode_properties(data[position + 2 : end].decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    body_start = start + _FIXED_V4.size
+    fields = {
+        "topic": topic,
+        "queue_id": queue_id,
+        "queue_offset": queue_offset,
+        "commit_log_offset": commit_log_offset,
+        "body": data[body_start : body_start + body_length],
+        "properties": properties,
+        "sys_flag": sys_flag,
+        "flag": flag,
+        "born_timestamp": born_timestamp,
+        "born_host": _format_host(born_address, born_port),
+        "store_timestamp": store_timestamp,
+        "store_host": _format_host(store_address, store_port),
+        "reconsume_times": reconsume_times,
+        "prepared_transaction_offset": prepared_transaction_offset,
+        "body_crc": body_crc,
+        "body_error": "",
+    }
+    message = object.__new__(StoredMessage)
+    object.__setattr__(message, "__dict__", fields)  # what __init__ would set, field by field, at five times the cost
+    return message, end
 
 
 def _decode_record(data: memoryview, start: int, index: int, max_body_size: int) -> tuple[StoredMessage, int]:

@@ -30,6 +30,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -51,6 +52,7 @@ from rocket_rebalance.core import (
     MessagesConsumed,
     MessagesDispatched,
     MessagesPulled,
+    MessagesReturned,
     OffsetIllegal,
     OffsetLookupFailed,
     OffsetQueried,
@@ -153,6 +155,13 @@ DEAD_HOLDERS_KIND = "release of a gone member's locks"
 DEAD_HOLDER_WINDOW = 1.0
 """Seconds within which a broker's member list must come for the locks of members it does not list to be
 released on its word (core rule L9); the ``rejoin_delay`` a member waits after registering again is longer."""
+FLOW_CONTROL_DELAY = 0.05  # Java's PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
+MIB = 1024 * 1024
+CHUNK_WORK = 0.002
+"""Seconds of listener time one consume task aims to carry: a hand-off (pool, service thread, core events) costs
+tens of microseconds, so a task of a quick listener's messages makes it negligible, while a slow listener's
+batches still go one per task, over all the pool's threads."""
+MAX_CHUNK_MESSAGES = 128  # per consume task (or one batch, if larger)
 BROKER_CALL_THREADS = 4  # heartbeats (and, at shutdown, unregisters) in flight at once, however many brokers
 
 
@@ -201,14 +210,17 @@ class _Query:
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """Runtime knobs that are not rebalance rules (those are in :class:`RebalanceConfig`)."""
+    """Runtime knobs that are not rebalance rules (those are in :class:`RebalanceConfig`). Where Java's push
+    consumer has the knob, the name and the default are Java's (``consumeMessageBatchMaxSize`` ...)."""
 
-    pull_batch_size: int = 32
+    pull_batch_size: int = 32  # messages a pull asks for
     pull_wait_ms: int | None = None  # how long a pull may wait at the server; None: the transport's long_poll_ms
     pull_error_backoff: float = 1.0
-    buffer_limit: int = 1000
-    consume_batch_size: int = 1
-    consume_threads: int = 4
+    consume_message_batch_max_size: int = 1  # messages per listener call
+    consume_threads: int = 20  # listener threads (Java's consumeThreadMin and Max): for listeners that wait on I/O
+    pull_threshold_for_queue: int = 1000  # a queue with this many messages pulled and not consumed pulls no more
+    pull_threshold_size_for_queue: int = 100  # ... or this many MiB of bodies
+    consume_concurrently_max_span: int = 2000  # ... or (concurrent) this many offsets from its oldest to its newest
     io_threads: int = 8
     retry_delay: float = 1.0
     reconnect_backoff: tuple[float, float] = (0.2, 5.0)
@@ -216,7 +228,8 @@ class EngineSettings:
     lock_wait_report: float = 10.0  # a queue of ours whose lock is refused this long is reported (core rule L7)
 
     def __post_init__(self) -> None:
-        """The durations, by the library's one check: a NaN or zero backoff would spin a thread."""
+        """The durations, by the library's one check: a NaN or zero backoff would spin a thread; the counts
+        must be positive, or nothing would ever be pulled or handed out."""
         check_duration("pull_error_backoff", self.pull_error_backoff)
         check_duration("retry_delay", self.retry_delay)
         check_duration("lock_wait_report", self.lock_wait_report)
@@ -227,19 +240,47 @@ class EngineSettings:
             raise ValueError(f"reconnect_backoff must be (shortest, longest), got {self.reconnect_backoff!r}")
         if self.pull_wait_ms is not None:  # 0: the server answers at once when it has nothing
             check_duration("pull_wait_ms", self.pull_wait_ms, zero=True, unit="milliseconds")
+        for name in (
+            "pull_batch_size",
+            "consume_message_batch_max_size",
+            "consume_threads",
+            "pull_threshold_for_queue",
+            "pull_threshold_size_for_queue",
+            "consume_concurrently_max_span",
+            "io_threads",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
 @dataclass
 class _QueueRun:
-    """The runtime's side of one started queue: where to pull next and what is waiting for the listener."""
+    """The runtime's side of one started queue: where to pull next and what is waiting for the listener.
+
+    ``buffered`` stays in offset order without sorting: each pull answers for the offsets after the last one
+    (:meth:`Engine._checked_pull` holds it to that), and messages that come back undelivered go back in front."""
 
     generation: int
     next_offset: int
-    buffered: dict[int, Message] = field(default_factory=dict)
+    buffered: deque[Message] = field(default_factory=deque)
+    cached_bytes: int = 0  # bodies pulled and not yet consumed (flow control)
     pulling: bool = False
-    busy: int = 0  # batches handed to the listener and not yet finished
-    stopped: bool = False
+    busy: int = 0  # chunks handed to the consume pool and not yet finished
+    stopped: bool = False  # read by the consume threads too: they start no further batch of a chunk once set
     dispatch_waiting: bool = False  # a retry of dispatch is scheduled (the lock is not valid yet)
+    paused_until: float = 0.0  # orderly: after a failed batch, nothing is handed out before this
+
+
+@dataclass
+class _Chunk:
+    """What a consume task did with the messages it was handed: consumed (or sent back to the retry topic),
+    batches to retry later (concurrent, when sending back failed), and messages it never gave the listener."""
+
+    consumed: list[Message] = field(default_factory=list)
+    retry: list[list[Message]] = field(default_factory=list)
+    returned: list[Message] = field(default_factory=list)
+    orderly_failure: bool = False
 
 
 class Engine:
@@ -267,7 +308,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.health = Health(on_error)
         self._languages = MemberLanguages(config.strategy, config.consumer_group, self.health)
-        self._inbox: queue.Queue[Event | Callable[[], None] | None] = queue.Queue()
+        self._inbox: queue.SimpleQueue[Event | Callable[[], None] | None] = queue.SimpleQueue()  # C: the hot path
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
         self._wake_at: float | None = None
@@ -297,6 +338,7 @@ class Engine:
         self._service_lock = threading.Lock()
         self._service_ended = False  # the service thread took its last item: the core is read in place from now
         self._stats_lock = threading.Lock()
+        self._pace = CHUNK_WORK  # the listener's recent seconds per message; a slow one until it shows otherwise
         self.consumed = 0
         self.failed = 0
         self.filtered = 0  # messages the tag re-filter skipped (their offsets move on as if consumed)
@@ -440,8 +482,7 @@ class Engine:
             now, wall = time.monotonic(), time.time()
             for mq in self.core.held_queues():
                 pq = self.core.process_queue(mq)
-                run = self._runs.get(mq)
-                cached = sorted(run.buffered) if run is not None else []
+                cached = pq.in_flight() if pq is not None else []  # Java: the process queue's first and last key
                 rows[mq] = QueueRunInfo(
                     commit_offset=pq.commit_offset if pq is not None else -1,
                     cached_count=pq.in_flight_count if pq is not None else 0,
@@ -954,8 +995,8 @@ class Engine:
         run = self._runs.get(mq)
         if run is None or run.stopped or run.pulling or self._closing.is_set():
             return
-        if len(run.buffered) >= self.settings.buffer_limit:
-            self._later(0.05, lambda: self._pull(mq))  # flow control: let the listener catch up first
+        if self._flow_controlled(mq, run):
+            self._later(FLOW_CONTROL_DELAY, lambda: self._pull(mq))  # let the listener catch up first
             return
         run.pulling = True
         generation = run.generation
@@ -978,6 +1019,19 @@ class Engine:
             self.settings.pull_batch_size,
             self.transport.long_poll_ms if self.settings.pull_wait_ms is None else self.settings.pull_wait_ms,
             done,
+        )
+
+    def _flow_controlled(self, mq: MessageQueue, run: _QueueRun) -> bool:
+        """Java's flow control, by its thresholds: too many messages pulled and not consumed, too many bytes of
+        them, or (concurrent) too wide a span from the oldest to the newest, which a stuck message makes grow."""
+        pq = self.core.process_queue(mq)
+        if pq is None:
+            return False
+        settings = self.settings
+        return (
+            pq.in_flight_count > settings.pull_threshold_for_queue
+            or run.cached_bytes > settings.pull_threshold_size_for_queue * MIB
+            or (not self.config.consume_orderly and pq.span > settings.consume_concurrently_max_span)
         )
 
     def _current(self, mq: MessageQueue, generation: int) -> _QueueRun | None:
@@ -1003,8 +1057,9 @@ class Engine:
         messages, next_offset = self._checked_pull(mq, run.next_offset, next_offset, messages)
         messages = self._refiltered(mq, messages)
         run.next_offset = next_offset
-        for message in messages:
-            run.buffered[message.queue_offset] = message
+        if messages:
+            run.buffered.extend(messages)
+            run.cached_bytes += sum(len(m.body) for m in messages)
         self._handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
         self._dispatch(mq)
         self._pull(mq)
@@ -1023,51 +1078,98 @@ class Engine:
     def _checked_pull(
         self, mq: MessageQueue, requested: int, next_offset: int, messages: tuple[Message, ...]
     ) -> tuple[tuple[Message, ...], int]:
-        """A pull answer held to what it must be: messages in ``[requested, next_offset)``, and a next offset not
-        below the requested one. A broker (or anything posing as one) that answers otherwise would make us hand out
-        again what was consumed, endlessly (a next offset that goes back), or carry an impossible offset into every
-        later offset write. Java only logs "[BUG] pull message result maybe data wrong"; we also keep the queue
-        where it was and hand out only what lies in the range, and say so through health until the queue's answers
-        are sound again."""
+        """A pull answer held to what it must be: messages in ``[requested, next_offset)`` in ascending order,
+        and a next offset not below the requested one. A broker (or anything posing as one) that answers
+        otherwise would make us hand out again what was consumed, endlessly (a next offset that goes back), carry
+        an impossible offset into every later offset write, or break an orderly queue's order. Java only logs
+        "[BUG] pull message result maybe data wrong"; we also keep the queue where it was and hand out only what
+        lies in the range, in order, and say so through health until the queue's answers are sound again."""
         kind = f"pull answers of {mq}"
-        wrong = [m.queue_offset for m in messages if not requested <= m.queue_offset < next_offset]
-        if next_offset >= requested and not wrong:
+        offsets = [m.queue_offset for m in messages]
+        if (
+            next_offset >= requested
+            and (not offsets or (requested <= offsets[0] and offsets[-1] < next_offset))
+            and all(a < b for a, b in itertools.pairwise(offsets))
+        ):
             self.health.ok(kind)
             return messages, next_offset
+        wrong = [offset for offset in offsets if not requested <= offset < next_offset]
         self.health.failed(
             kind,
             PullAnswerError(
                 f"[BUG] pull message result maybe data wrong: requested offset {requested}, next offset "
                 f"{next_offset}, {len(wrong)} of {len(messages)} messages outside [{requested}, {next_offset}) "
-                f"(first {wrong[:3]}); those are not handed out and the queue does not move back"
+                f"(first {wrong[:3]}){'' if wrong else ' or out of order'}; those are not handed out, the rest "
+                "are handed out in order and the queue does not move back"
             ),
             logging.ERROR,
         )
-        return tuple(m for m in messages if requested <= m.queue_offset < next_offset), max(next_offset, requested)
+        kept = {m.queue_offset: m for m in messages if requested <= m.queue_offset < next_offset}
+        return tuple(kept[offset] for offset in sorted(kept)), max(next_offset, requested)
 
     def _dispatch(self, mq: MessageQueue) -> None:
-        """Hand buffered messages to the listener while the core says the queue may give them out."""
+        """Hand buffered messages to the consume pool, several batches to a task, while the core says the queue
+        may give them out."""
         run = self._runs.get(mq)
         if run is None or self.listener is None:
             return
         limit = 1 if self.config.consume_orderly else self.settings.consume_threads * 2
         while run.buffered and run.busy < limit and not run.stopped:
-            if not self.core.is_dispatchable(mq, time.monotonic()):
+            now = time.monotonic()
+            if run.paused_until > now or not self.core.is_dispatchable(mq, now):
                 if not run.dispatch_waiting:
                     run.dispatch_waiting = True
-                    self._later(self.config.lock_retry_interval, lambda: self._dispatch_again(mq, run))
+                    delay = max(run.paused_until - now, 0.0) or self.config.lock_retry_interval
+                    self._later(delay, lambda: self._dispatch_again(mq, run))
                 return
-            offsets = sorted(run.buffered)[: self.settings.consume_batch_size]
-            batch = [run.buffered.pop(offset) for offset in offsets]
-            self._handle(MessagesDispatched(mq, tuple(offsets)))
+            buffered = run.buffered
+            chunk = [buffered.popleft() for _ in range(min(self._chunk_size(), len(buffered)))]
+            self._handle(MessagesDispatched(mq, tuple(m.queue_offset for m in chunk)))
             run.busy += 1
-            self._consume.submit(partial(self._consume_batch, mq, run.generation, batch))
+            self._consume.submit(partial(self._consume_chunk, mq, run, chunk, self.core.lock_deadline(mq)))
+
+    def _chunk_size(self) -> int:
+        """Messages per consume task: as many whole batches as make about :data:`CHUNK_WORK` of listener time
+        (by the listener's recent pace), so that a quick listener pays one hand-off for many messages and a slow
+        one gets a batch per task, spread over the pool's threads as Java spreads them; at most
+        :data:`MAX_CHUNK_MESSAGES` (or one batch, if larger)."""
+        batch = self.settings.consume_message_batch_max_size
+        wanted = min(MAX_CHUNK_MESSAGES, int(CHUNK_WORK / max(self._pace, 1e-9)))
+        return max(batch, wanted - wanted % batch)
 
     def _dispatch_again(self, mq: MessageQueue, run: _QueueRun) -> None:
         run.dispatch_waiting = False
         self._dispatch(mq)
 
-    def _consume_batch(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
+    def _consume_chunk(self, mq: MessageQueue, run: _QueueRun, chunk: list[Message], lock_deadline: float) -> None:
+        """(On the consume pool.) Give ``chunk`` to the listener batch by batch, in order; stop before a batch
+        once the queue is being released or its lock has run out (so nothing is handed out that the core would
+        not hand out), or (orderly) after a failed batch; report it all in one post."""
+        assert self.listener is not None
+        size = self.settings.consume_message_batch_max_size
+        orderly = self.config.consume_orderly
+        result = _Chunk()
+        began = time.monotonic()
+        for start in range(0, len(chunk), size):
+            if start and (run.stopped or self._closing.is_set() or time.monotonic() >= lock_deadline):
+                result.returned = chunk[start:]
+                break
+            batch = chunk[start : start + size]
+            if self._consume_batch(mq, batch):
+                result.consumed += batch
+            elif orderly:  # tried again first, after retry_delay, before anything behind it (Java suspends)
+                result.returned, result.orderly_failure = chunk[start:], True
+                break
+            else:
+                result.retry.append(batch)
+        given = len(chunk) - len(result.returned)
+        if given:
+            self._pace = (self._pace + (time.monotonic() - began) / given) / 2  # a race only blurs the estimate
+        self.post(partial(self._chunk_done, mq, run, result))
+
+    def _consume_batch(self, mq: MessageQueue, batch: list[Message]) -> bool:
+        """One listener call. True when the batch is done with: consumed, or (concurrent) refused and sent back
+        to the retry topic; False when it must be tried again here."""
         assert self.listener is not None
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
         try:
@@ -1082,15 +1184,11 @@ class Engine:
             sent_back = not self.config.consume_orderly and self._sent_back(batch)
             then = self._where_sent(batch) if sent_back else "retrying"
             self.health.failed(kind, ListenerError(mq, batch, then, error), traceback=True)
-            if sent_back:
-                self.post(lambda: self._consumed(mq, generation, batch))
-            else:
-                self.post(lambda: self._failed(mq, generation, batch))
-            return
+            return sent_back
         self.health.ok(kind)
         with self._stats_lock:
             self.consumed += len(batch)
-        self.post(lambda: self._consumed(mq, generation, batch))
+        return True
 
     def _where_sent(self, batch: list[Message]) -> str:
         """Where the broker put a batch sent back: a message already reconsumed ``max_reconsume_times`` goes to
@@ -1122,29 +1220,38 @@ class Engine:
                 return False
         return True
 
-    def _consumed(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
-        run = self._runs.get(mq)
-        if run is not None and run.generation == generation:
+    def _chunk_done(self, mq: MessageQueue, run: _QueueRun, result: _Chunk) -> None:
+        """(Service thread.) Tell the core what a consume task did, put back in front what it did not hand out
+        (unless the queue is being given up: then its next owner pulls them), and hand out more."""
+        current = self._runs.get(mq) is run
+        if current:
             run.busy -= 1
-        self._handle(MessagesConsumed(mq, tuple(m.queue_offset for m in batch)))
-        self._dispatch(mq)
+        if result.consumed:
+            run.cached_bytes -= sum(len(m.body) for m in result.consumed)
+            self._handle(MessagesConsumed(mq, tuple(m.queue_offset for m in result.consumed)))
+        if result.returned:
+            if current and not run.stopped:
+                run.buffered.extendleft(reversed(result.returned))
+                if result.orderly_failure:
+                    run.paused_until = time.monotonic() + self.settings.retry_delay
+            self._handle(MessagesReturned(mq, tuple(m.queue_offset for m in result.returned)))
+        for batch in result.retry:
+            self._retry_later(mq, run, batch)
+        if current:
+            self._dispatch(mq)
 
-    def _failed(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
-        """Not consumed: try again while the queue is ours; once it is not, the next owner re-delivers it."""
-        run = self._runs.get(mq)
-        if run is None or run.generation != generation:
-            return
-        run.busy -= 1
+    def _retry_later(self, mq: MessageQueue, run: _QueueRun, batch: list[Message]) -> None:
+        """A concurrent batch neither consumed nor sent back: give it to the listener again after
+        ``retry_delay`` while the queue is ours; once it is not, return it undelivered (the next owner has it)."""
+        run.busy += 1
 
         def retry() -> None:
-            current = self._runs.get(mq)
-            if current is None or current.generation != generation or current.stopped:
-                return
-            if not self.core.is_dispatchable(mq, time.monotonic()):
+            if self._runs.get(mq) is not run or run.stopped:
+                self._chunk_done(mq, run, _Chunk(returned=batch))
+            elif not self.core.is_dispatchable(mq, time.monotonic()):
                 self._later(self.settings.retry_delay, retry)
-                return
-            current.busy += 1
-            self._consume.submit(partial(self._consume_batch, mq, generation, batch))
+            else:
+                self._consume.submit(partial(self._consume_chunk, mq, run, batch, self.core.lock_deadline(mq)))
 
         self._later(self.settings.retry_delay, retry)
 

@@ -81,3 +81,88 @@ def test_commit_never_passes_an_unconsumed_message_and_never_goes_back(steps: li
         assert pq.commit_offset >= last
         assert pq.dispatched_count == len(dispatched - consumed)
         last = pq.commit_offset
+
+
+class _Reference:
+    """The process queue's rules written the plain way (a dict and ``min``), to hold the fast one to them."""
+
+    def __init__(self, start: int) -> None:
+        self.in_flight: dict[int, bool] = {}
+        self.next_offset = self.committed = start
+        self.frozen = False
+
+    def recompute(self) -> None:
+        candidate = min(self.in_flight, default=self.next_offset)
+        if not self.frozen and candidate > self.committed:
+            self.committed = candidate
+
+    def pulled(self, offsets: list[int], next_offset: int) -> None:
+        if self.frozen:
+            return
+        for offset in offsets:
+            if offset >= self.committed and offset not in self.in_flight:
+                self.in_flight[offset] = False
+        self.next_offset = max([self.next_offset, next_offset, *(o + 1 for o in offsets)])
+        self.recompute()
+
+    def mark(self, offsets: list[int], was: bool) -> None:
+        for offset in offsets:
+            if self.in_flight.get(offset) is was:
+                self.in_flight[offset] = not was
+
+    def consumed(self, offsets: list[int]) -> None:
+        for offset in offsets:
+            self.in_flight.pop(offset, None)
+        self.recompute()
+
+
+_OFFSETS = st.lists(st.integers(0, 40), max_size=8)
+
+
+@given(
+    st.integers(0, 10),
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("pull"), _OFFSETS, st.integers(0, 45)),
+            st.tuples(st.sampled_from(["dispatch", "return", "consume"]), _OFFSETS, st.just(0)),
+            st.tuples(st.just("freeze"), st.just([]), st.just(0)),
+        ),
+        max_size=40,
+    ),
+)
+def test_it_follows_the_plain_rules_whatever_the_order_of_reports(
+    start: int, steps: list[tuple[str, list[int], int]]
+) -> None:
+    """Pulls out of order, duplicated or below the commit offset, reports of unknown offsets, messages returned
+    undelivered: the deque-and-dict process queue answers as the plain model does, span included."""
+    pq, reference = ProcessQueue(MQ, start, now=0.0), _Reference(start)
+    for kind, offsets, next_offset in steps:
+        if kind == "pull":
+            pq.on_pulled(offsets, next_offset, now=0.0)
+            reference.pulled(offsets, next_offset)
+        elif kind == "dispatch":
+            pq.on_dispatched(offsets)
+            reference.mark(offsets, was=False)
+        elif kind == "return":
+            pq.on_returned(offsets)
+            reference.mark(offsets, was=True)
+        elif kind == "consume":
+            pq.on_consumed(offsets)
+            reference.consumed(offsets)
+        else:
+            pq.freeze()
+            reference.frozen = True
+        assert pq.commit_offset == reference.committed
+        assert pq.next_offset == reference.next_offset
+        assert pq.in_flight() == sorted(reference.in_flight)
+        assert pq.dispatched_count == sum(reference.in_flight.values())
+        flying = reference.in_flight
+        assert pq.span == (max(flying) - min(flying) if flying else 0)
+
+
+def test_a_finished_offset_pulled_again_is_in_flight_once() -> None:
+    pq = ProcessQueue(MQ, 0, now=0.0)
+    pq.on_pulled((0, 1, 2), 3, now=0.0)
+    pq.on_consumed((1,))
+    pq.on_pulled((1,), 3, now=0.0)  # still above the commit offset (0): in flight again, as Java's TreeMap.put
+    assert pq.in_flight() == [0, 1, 2] and pq.in_flight_count == 3 and pq.span == 2

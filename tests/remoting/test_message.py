@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocket_rebalance.remoting import ProtocolError
+from rocket_rebalance.remoting import message as message_module
 from rocket_rebalance.remoting.message import (
     MAGIC_V1,
     MAGIC_V2,
@@ -313,3 +315,42 @@ def test_encoding_refuses_what_does_not_fit() -> None:
         encode_stored_message(StoredMessage("t", 2**31, 0, 0, b""))
     with pytest.raises(ValueError, match="is not ip:port"):
         encode_stored_message(StoredMessage("t", 0, 0, 0, b"", born_host="127.0.0.1:70000"))
+
+
+# ---------------------------------------------------------------------------------------------- the plain-record path
+
+
+def careful_decode(buffer: bytes) -> list[StoredMessage]:
+    """Every record read field by field (the path that names what is wrong), never the one-struct path."""
+    decoded: list[StoredMessage] = []
+    with memoryview(buffer) as view:
+        start = 0
+        while start < len(buffer):
+            record, start = message_module._decode_record(view, start, len(decoded), MAX_BODY_SIZE)
+            decoded.append(record)
+    return decoded
+
+
+def outcome(decode: Callable[[bytes], list[StoredMessage]], buffer: bytes) -> list[StoredMessage] | str:
+    try:
+        return decode(buffer)
+    except ProtocolError as error:
+        return str(error)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(messages, st.booleans()), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=3),
+    st.integers(0, 10_000),
+)
+def test_the_plain_record_path_decodes_and_refuses_as_the_careful_one(
+    batch: list[tuple[StoredMessage, bool]], flips: list[tuple[int, int]], cut: int
+) -> None:
+    """Plain records (IPv4, not compressed) take one struct call; whatever the bytes, sound, damaged or cut
+    short, the answer (messages, or the error naming the record) is the field-by-field reader's."""
+    buffer = bytearray(b"".join(encode_stored_message(m, compress) for m, compress in batch))
+    for index, value in flips:
+        buffer[index % len(buffer)] = value
+    damaged = bytes(buffer[: len(buffer) - cut % 40])
+    assert outcome(decode_messages, damaged) == outcome(careful_decode, damaged)

@@ -1,0 +1,300 @@
+"""Consume as fast as the Java client? Throughput and CPU per message on a real RocketMQ broker, beside Java.
+
+Run: ``.venv/bin/python benchmarks/throughput.py [--count 200000] [--reps 3]`` (Java 17 and Maven; the jars are
+fetched once). One real NameServer and broker; a topic of 8 queues preloaded with ``--count`` messages of 128 bytes
+by the Java producer; then, per repetition, each consumer drains the whole topic in a fresh group from the first
+offset, alone, in its own process, with a listener that only counts. The kinds run interleaved (Java, ours, Java,
+ours ...) so both see the same machine minutes. Per kind, medians over the repetitions of:
+
+* msgs/s: messages over the time from ``start()`` to the last message;
+* after first: messages per second from the first message to the last (steady state, without start-up);
+* CPU s/10k: the consumer process's CPU seconds (all threads) per 10,000 messages, ``start()`` to the last;
+* RSS MiB: the process's peak resident memory (VmHWM);
+
+and each ratio to the Java consumer of the same mode (concurrent or orderly) in the same run. Every run checks
+correctness: the consumer counts exactly ``--count`` messages (waiting a second after the last for any extra),
+and after its shutdown the broker's committed offset of every queue is the queue's max offset.
+
+Kinds: ``java`` (``DefaultMQPushConsumer``, the client's defaults, ``consumeMessageBatchMaxSize`` set to the
+batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover), ``py-nofence`` (the fence off);
+modes: concurrent with listener batches of 1 and 32, orderly with batches of 1.
+
+To see where our consumer's time goes, run one under a sampling profiler (py-spy, installed apart), e.g.
+``py-spy record --gil --idle -o profile.txt -f raw -- .venv/bin/python benchmarks/throughput.py consumer
+--namesrv ADDR --topic ThroughputTopic --group G --expect 200000`` against a preloaded topic
+(``--keep`` leaves the benchmark's cluster running and prints its address).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from rocket_rebalance.lab.rocketmq import JAVA_DIR, RocketMQCluster
+from rocket_rebalance.model import MessageQueue
+
+TOPIC = "ThroughputTopic"
+QUEUES = 8
+BODY = 128
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    batch: int
+    orderly: bool = False
+
+
+MODES = (Mode("concurrent b1", 1), Mode("concurrent b32", 32), Mode("orderly b1", 1, orderly=True))
+KINDS = ("java", "py", "py-nofence")
+
+
+@dataclass
+class Run:
+    seconds: float
+    steady: float
+    cpu: float
+    rss_mib: float
+
+
+@dataclass
+class Tally:
+    runs: dict[tuple[str, str], list[Run]] = field(default_factory=dict)
+
+    def add(self, kind: str, mode: str, run: Run) -> None:
+        self.runs.setdefault((kind, mode), []).append(run)
+
+
+def _java(lib: Path, *args: str) -> list[str]:
+    """The Java client as a user runs it: the default JIT and collector, a heap big enough not to matter."""
+    return ["java", "-Xms256m", "-Xmx512m", "-cp", f"{lib}/*", str(JAVA_DIR / "Throughput.java"), *args]
+
+
+def _ours(*args: str) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "consumer", *args]
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _drain(command: list[str], count: int, log: Path) -> tuple[Run, int]:
+    """Run one consumer until it prints STOPPED; its timings, and how many messages it counted in all."""
+    marks: dict[str, dict[str, float]] = {}
+    rss = float("nan")
+    with log.open("wb") as errors:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert process.stdout is not None
+        watchdog = threading.Timer(60 + count / 1000, process.kill)  # a consumer that hangs fails the run
+        watchdog.start()
+        counted = -1
+        for line in process.stdout:
+            kind, _, payload = line.strip().partition(" ")
+            if kind in ("STARTING", "FIRST", "DONE"):
+                marks[kind] = json.loads(payload)
+                if kind == "DONE":
+                    rss = _peak_rss_mib(process.pid)
+            elif kind == "STOPPED":
+                counted = int(json.loads(payload)["count"])
+        watchdog.cancel()
+        if process.wait(60) != 0 or set(marks) != {"STARTING", "FIRST", "DONE"}:
+            raise SystemExit(f"consumer failed (exit {process.returncode}); see {log}")
+    start, first, done = marks["STARTING"], marks["FIRST"], marks["DONE"]
+    run = Run(
+        seconds=done["wall"] - start["wall"],
+        steady=(done["wall"] - first["wall"]),
+        cpu=done["cpu"] - start["cpu"],
+        rss_mib=rss,
+    )
+    return run, counted
+
+
+def _check_offsets(cluster: RocketMQCluster, group: str) -> None:
+    """Every queue's committed offset is its max offset: the group consumed everything and said so."""
+    transport = cluster.transport()
+    try:
+        queues = [MessageQueue(TOPIC, "broker-a", queue) for queue in range(QUEUES)]
+        committed = transport.query_offsets("broker-a", group, queues)
+        behind = {str(mq): (committed[mq], transport.max_offset(mq)) for mq in queues}
+        behind = {mq: pair for mq, pair in behind.items() if pair[0] != pair[1]}
+    finally:
+        transport.close()
+    if behind:
+        raise SystemExit(f"group {group}: committed offsets differ from the max offsets: {behind}")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="rr-throughput-"))
+    tally = Tally()
+    with RocketMQCluster(work / "cluster") as cluster:
+        assert cluster.lib is not None
+        cluster.create_topic(TOPIC, QUEUES)
+        produced = subprocess.run(
+            _java(
+                cluster.lib,
+                "produce",
+                "--namesrv",
+                cluster.namesrv_address,
+                "--topic",
+                TOPIC,
+                "--count",
+                str(args.count),
+                "--size",
+                str(BODY),
+            ),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        print(next(line for line in produced.splitlines() if line.startswith("PRODUCED")), flush=True)
+        modes = [mode for mode in MODES if mode.name in args.modes]
+        for rep in range(args.reps):
+            for mode in modes:
+                for kind in args.kinds:
+                    if kind == "py-nofence" and mode.orderly:
+                        continue  # orderly consumers always lock
+                    group = f"rr-tp-{kind}-{mode.batch}{'o' if mode.orderly else 'c'}-{rep}-{time.time_ns()}"
+                    common = [
+                        "--namesrv",
+                        cluster.namesrv_address,
+                        "--topic",
+                        TOPIC,
+                        "--group",
+                        group,
+                        "--expect",
+                        str(args.count),
+                        "--batch",
+                        str(mode.batch),
+                    ]
+                    if mode.orderly:
+                        common.append("--orderly")
+                    if kind == "java":
+                        command = _java(cluster.lib, "consume", *common)
+                    else:
+                        command = _ours(*common, *(["--no-fence"] if kind == "py-nofence" else []))
+                    run, counted = _drain(command, args.count, work / f"{group}.log")
+                    if counted != args.count:
+                        raise SystemExit(f"{kind} {mode.name}: counted {counted} of {args.count} messages")
+                    _check_offsets(cluster, group)
+                    tally.add(kind, mode.name, run)
+                    print(
+                        f"  rep {rep} {kind:<10} {mode.name:<15} {args.count / run.seconds:>9,.0f} msgs/s "
+                        f"{run.cpu / args.count * 1e4:.2f} CPU s/10k {run.rss_mib:.0f} MiB",
+                        flush=True,
+                    )
+    _print_table(tally, args.count, modes, args.kinds, args.reps)
+    return 0
+
+
+def _print_table(tally: Tally, count: int, modes: list[Mode], kinds: list[str], reps: int) -> None:
+    print(
+        f"\n{date.today()} {platform.machine()} {os.cpu_count()} cores; {count:,} messages of {BODY} B in "
+        f"{QUEUES} queues, one consumer, medians of {reps}; ratios to Java in the same mode"
+    )
+    print("| kind | mode | msgs/s | x Java | after first | x Java | CPU s/10k | x Java | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for mode in modes:
+        java = tally.runs.get(("java", mode.name))
+        base = None if not java else _medians(java, count)
+        for kind in kinds:
+            runs = tally.runs.get((kind, mode.name))
+            if not runs:
+                continue
+            rate, steady, cpu, rss = _medians(runs, count)
+            ratio = (lambda ours, theirs: f"{ours / theirs:.2f}") if base else (lambda ours, theirs: "-")
+            print(
+                f"| {kind} | {mode.name} | {rate:,.0f} | {ratio(rate, base[0]) if base else '-'} | {steady:,.0f} | "
+                f"{ratio(steady, base[1]) if base else '-'} | {cpu:.2f} | {ratio(cpu, base[2]) if base else '-'} | "
+                f"{rss:.0f} |"
+            )
+
+
+def _medians(runs: list[Run], count: int) -> tuple[float, float, float, float]:
+    return (
+        statistics.median(count / run.seconds for run in runs),
+        statistics.median((count - 1) / run.steady for run in runs),
+        statistics.median(run.cpu / count * 1e4 for run in runs),
+        statistics.median(run.rss_mib for run in runs),
+    )
+
+
+def _consumer(args: argparse.Namespace) -> int:
+    """One of our consumers, as the Java program behaves: count, report, shut down."""
+    from rocket_rebalance.core import ConsumeFromWhere
+    from rocket_rebalance.runtime.consumer import PushConsumer
+    from rocket_rebalance.runtime.engine import EngineSettings
+
+    count = [0]
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def mark(kind: str) -> None:
+        print(f"{kind} {json.dumps({'wall': time.time(), 'cpu': time.process_time()})}", flush=True)
+
+    def listener(batch: list[object]) -> None:
+        with lock:
+            before = count[0]
+            count[0] += len(batch)
+        if before == 0:
+            mark("FIRST")
+        if before < args.expect <= before + len(batch):
+            done.set()
+
+    consumer = PushConsumer(
+        args.namesrv,
+        args.group,
+        topics=[args.topic],
+        listener=listener,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        consume_orderly=args.orderly,
+        fenced_handover=not args.no_fence,
+        settings=EngineSettings(consume_message_batch_max_size=args.batch),
+    )
+    mark("STARTING")
+    consumer.start()
+    done.wait()
+    mark("DONE")
+    time.sleep(1)  # anything consumed twice would show up in the count meanwhile
+    consumer.shutdown()
+    print(f"STOPPED {json.dumps({'count': count[0]})}", flush=True)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command")
+    sub.required = False
+    consumer = sub.add_parser("consumer", help="(internal) one of our consumers, run by the benchmark")
+    consumer.add_argument("--namesrv", required=True)
+    consumer.add_argument("--topic", required=True)
+    consumer.add_argument("--group", required=True)
+    consumer.add_argument("--expect", type=int, required=True)
+    consumer.add_argument("--batch", type=int, default=1)
+    consumer.add_argument("--orderly", action="store_true")
+    consumer.add_argument("--no-fence", action="store_true")
+    parser.add_argument("--count", type=int, default=200_000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--modes", nargs="+", choices=[m.name for m in MODES], default=[m.name for m in MODES])
+    args = parser.parse_args()
+    if args.command == "consumer":
+        return _consumer(args)
+    return _bench(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
