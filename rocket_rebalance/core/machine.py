@@ -358,6 +358,14 @@ class RebalanceCore:
         entry = self._entries.get(mq)
         return entry is not None and entry.holds_lock and now < entry.locked_until
 
+    def last_lock_grant(self, mq: MessageQueue) -> float | None:
+        """When the broker last granted our lock of ``mq`` (None: never, or the queue is not held); running info
+        reports it as Java's ``lastLockTimestamp``."""
+        entry = self._entries.get(mq)
+        if entry is None or entry.locked_until == -_NEVER:
+            return None
+        return entry.locked_until - self.config.client_lock_lifetime
+
     def is_dispatchable(self, mq: MessageQueue, now: float) -> bool:
         """May a message of ``mq`` be handed to the listener now? Active, and with locks, a valid lock (L2)."""
         entry = self._entries.get(mq)

@@ -64,6 +64,10 @@ class ProcessQueue:
         """Offsets in flight, smallest first (for inspection and tests)."""
         return list(self._in_flight.keys())
 
+    def handed_out(self) -> list[int]:
+        """Offsets in flight that the listener has, smallest first (running info's orderly "transaction" range)."""
+        return [offset for offset, dispatched in self._in_flight.items() if dispatched]
+
     def _recompute(self) -> None:
         if self._frozen:
             return

@@ -90,6 +90,7 @@ from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health, first_few
 from rocket_rebalance.runtime.members import MemberLanguages
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
+from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
     Message,
@@ -300,6 +301,7 @@ class Engine:
         self.consumed = 0
         self.failed = 0
         self.filtered = 0  # messages the tag re-filter skipped (their offsets move on as if consumed)
+        self.stats = ConsumeStats()  # Java's consume statistics, for running info: one call per batch
         self._send_back = True  # until the transport says its server keeps no retry topics
         self._started_ms = int(time.time() * 1000)
 
@@ -433,38 +435,72 @@ class Engine:
         return done.wait(timeout)
 
     def running_info(self) -> RunningInfo:
-        """What a broker relays to ``mqadmin consumerStatus``: our process-queue table (BrokerRequests)."""
+        """What a broker relays to ``mqadmin consumerStatus`` (BrokerRequests): our process-queue table with the
+        fields Java's ``ProcessQueue.fillProcessQueueInfo`` fills, each topic's consume statistics, and our
+        settings under the names of Java's consumer fields."""
         rows: dict[MessageQueue, QueueRunInfo] = {}
 
         def snapshot() -> None:
             now, wall = time.monotonic(), time.time()
+
+            def epoch_ms(at: float) -> int:
+                return int((wall - (now - at)) * 1000)
+
             for mq in self.core.held_queues():
-                pq = self.core.process_queue(mq)
-                run = self._runs.get(mq)
-                cached = sorted(run.buffered) if run is not None else []
-                rows[mq] = QueueRunInfo(
-                    commit_offset=pq.commit_offset if pq is not None else -1,
-                    cached_count=pq.in_flight_count if pq is not None else 0,
-                    cached_min_offset=cached[0] if cached else 0,
-                    cached_max_offset=cached[-1] if cached else 0,
-                    locked=self.core.holds_lock(mq, now),
-                    dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.PERSISTING),
-                    last_pull_ms=int((wall - (now - pq.last_pull)) * 1000) if pq is not None else 0,
-                )
+                rows[mq] = self._queue_row(mq, epoch_ms, now)
 
         self._on_service_thread(snapshot)
+        config, settings = self.config, self.settings
         return RunningInfo(
-            consume_type="CONSUME_PASSIVELY" if self.config.push_consumer else "CONSUME_ACTIVELY",
-            message_model=self.config.message_model.value,
-            consume_from_where=self.config.consume_from_where.value,
-            consume_orderly=self.config.consume_orderly,
+            consume_type="CONSUME_PASSIVELY" if config.push_consumer else "CONSUME_ACTIVELY",
+            message_model=config.message_model.value,
+            consume_from_where=config.consume_from_where.value,
+            consume_orderly=config.consume_orderly,
             start_timestamp_ms=self._started_ms,
             topics=self._topics,
             queues=rows,
-            consumed_ok=self.consumed,
-            consumed_failed=self.failed,
-            strategy=f"{type(self.config.strategy).__module__}.{type(self.config.strategy).__qualname__}",
+            strategy=f"{type(config.strategy).__module__}.{type(config.strategy).__qualname__}",
             expressions=dict(self.expressions),
+            status={topic: self.stats.status(topic) for topic in self._topics},
+            settings={
+                "consumerGroup": config.consumer_group,
+                "consumeThreadMin": str(settings.consume_threads),
+                "consumeThreadMax": str(settings.consume_threads),
+                "pullBatchSize": str(settings.pull_batch_size),
+                "consumeMessageBatchMaxSize": str(settings.consume_batch_size),
+                "pullThresholdForQueue": str(settings.buffer_limit),
+                "maxReconsumeTimes": str(settings.max_reconsume_times),
+                "heartbeatBrokerInterval": str(round(config.heartbeat_interval * 1000)),
+                "persistConsumerOffsetInterval": str(round(config.persist_interval * 1000)),
+                "pollNameServerInterval": str(round(config.route_refresh_interval * 1000)),
+            },
+            consume_threads=settings.consume_threads if self.listener is not None else -1,
+        )
+
+    def _queue_row(self, mq: MessageQueue, epoch_ms: Callable[[float], int], now: float) -> QueueRunInfo:
+        """(Service thread.) One queue's ``ProcessQueueInfo``. Cached: pulled and not yet consumed, handed out or
+        not (Java's ``msgTreeMap``); their size counts the bodies not yet handed out, the ones this side still
+        holds. Handed out and unfinished, when orderly: Java's ``consumingMsgOrderlyTreeMap``."""
+        pq = self.core.process_queue(mq)
+        run = self._runs.get(mq)
+        cached = pq.in_flight() if pq is not None else []
+        handed = pq.handed_out() if pq is not None and self.config.consume_orderly else []
+        granted = self.core.last_lock_grant(mq)
+        size = sum(len(m.body) for m in run.buffered.values()) if run is not None else 0
+        return QueueRunInfo(
+            commit_offset=pq.commit_offset if pq is not None else -1,
+            cached_count=len(cached),
+            cached_min_offset=cached[0] if cached else 0,
+            cached_max_offset=cached[-1] if cached else 0,
+            cached_size_mib=size // (1024 * 1024),
+            transaction_min_offset=handed[0] if handed else 0,
+            transaction_max_offset=handed[-1] if handed else 0,
+            transaction_count=len(handed),
+            locked=self.core.holds_lock(mq, now),
+            last_lock_ms=epoch_ms(granted) if granted is not None else self.stats.started_ms(mq),
+            dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.PERSISTING),
+            last_pull_ms=epoch_ms(pq.last_pull) if pq is not None else 0,
+            last_consume_ms=self.stats.last_consume_ms(mq),
         )
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:
@@ -637,6 +673,7 @@ class Engine:
                 self._io_call("persist offsets", lambda: self._persist(dict(offsets)))
             case StartQueue(mq=mq, offset=offset):
                 self._runs[mq] = _QueueRun(next(self._generations), offset)
+                self.stats.queue_started(mq)
                 if self.listener is not None:  # pull-style use: the application pulls the queues it is told of
                     self._pull(mq)
             case StopQueue(mq=mq):
@@ -646,6 +683,7 @@ class Engine:
                     run.buffered.clear()  # never handed out: the next owner pulls them again
             case DropQueue(mq=mq):
                 self._runs.pop(mq, None)
+                self.stats.queue_dropped(mq)
             case QueuesChanged(topic=topic, mq_all=mq_all, mq_divided=mq_divided):
                 if self.queue_listener is not None:
                     try:
@@ -959,6 +997,7 @@ class Engine:
             return
         run.pulling = True
         generation = run.generation
+        started = time.monotonic()
 
         def done(result: PullResult | TransportError) -> None:
             if isinstance(result, TransportError):
@@ -967,6 +1006,8 @@ class Engine:
                 self.post(lambda: self._pull_failed(mq, generation))
             else:
                 self.health.ok("pull", at=mq.broker_name)
+                if result.status == PullStatus.FOUND:
+                    self.stats.pulled(mq, len(result.messages), elapsed_ms(started))
                 self.post(
                     lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
                 )
@@ -1070,6 +1111,7 @@ class Engine:
     def _consume_batch(self, mq: MessageQueue, generation: int, batch: list[Message]) -> None:
         assert self.listener is not None
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
+        started = time.monotonic()
         try:
             unreadable = [m for m in batch if m.body_error]
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
@@ -1077,6 +1119,7 @@ class Engine:
                 raise UnreadableBodyError(unreadable[0].body_error)
             self.listener(batch)
         except Exception as error:
+            self.stats.consumed(mq, 0, len(batch), elapsed_ms(started))
             with self._stats_lock:
                 self.failed += len(batch)
             sent_back = not self.config.consume_orderly and self._sent_back(batch)
@@ -1088,6 +1131,7 @@ class Engine:
                 self.post(lambda: self._failed(mq, generation, batch))
             return
         self.health.ok(kind)
+        self.stats.consumed(mq, len(batch), 0, elapsed_ms(started))
         with self._stats_lock:
             self.consumed += len(batch)
         self.post(lambda: self._consumed(mq, generation, batch))
