@@ -88,6 +88,7 @@ from rocket_rebalance.model import (
 )
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health, first_few
+from rocket_rebalance.runtime.history import describe_rounds
 from rocket_rebalance.runtime.members import MemberLanguages
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
 from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
@@ -376,7 +377,8 @@ class Engine:
         self._inbox.put(item)
 
     def describe(self) -> dict[str, object]:
-        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues; after
+        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues, the last
+        rebalances (``rebalances``: trigger, member lists, queues gained and lost, problems, each step's time); after
         the shutdown, its final state (``shut_down`` True), at once."""
         state: dict[str, object] = {}
 
@@ -394,6 +396,7 @@ class Engine:
                 timers=len(self._timers),
                 healthy=self.health.healthy,
                 problems=self.health.report(),
+                rebalances=describe_rounds(self.core.history.rounds, now, time.time()),
             )
 
         if not self._on_service_thread(snapshot):
