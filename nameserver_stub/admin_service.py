@@ -111,7 +111,11 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         connection = self._cluster.running_info_target(group, client)
         report = self._relay.ask(connection, group, timeout)
         return pb.ConsumerRunningInfoResponse(
-            client_id=client, broker_name=connection.broker_name, queues=report.queues, properties=report.properties
+            client_id=client,
+            broker_name=connection.broker_name,
+            queues=report.queues,
+            properties=report.properties,
+            status=report.status,
         )
 
     @unary

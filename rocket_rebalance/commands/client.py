@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -42,6 +43,38 @@ def _emit(event: str, **fields: Any) -> None:
     with _emit_lock:
         sys.stdout.write(line)
         sys.stdout.flush()
+
+
+TEXT_LOG_FORMAT = "%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"
+
+
+class JsonLogFormatter(logging.Formatter):
+    """``consume --log-format json``: each log record as one JSON object on one line (a traceback inside it, not
+    on lines of its own), so a log collector takes every record whole and can filter by its fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "at": round(record.created, 4),
+            "level": record.levelname,
+            "logger": record.name,
+            "thread": record.threadName,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        stacks = getattr(record, "stacks", None)
+        if stacks is not None:
+            line["stacks"] = stacks
+        return json.dumps(line, ensure_ascii=False)
+
+
+def _stacks() -> dict[str, str]:
+    """Every thread's stack, by thread name (what faulthandler prints, for the JSON log)."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return {
+        f"{names.get(ident, 'thread')} ({ident})": "".join(traceback.format_stack(frame))
+        for ident, frame in sys._current_frames().items()
+    }
 
 
 def _queue_names(queues: Sequence[MessageQueue]) -> list[str]:
@@ -84,7 +117,9 @@ def _run_consume(args: argparse.Namespace) -> int:
     from rocket_rebalance.runtime.consumer import PushConsumer, default_client_id
     from rocket_rebalance.runtime.transport import Message
 
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter() if args.log_format == "json" else logging.Formatter(TEXT_LOG_FORMAT))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     client_id = args.client_id or default_client_id()
     recorder = _Recorder(args.record, client_id)
     work = args.work_ms / 1000
@@ -144,12 +179,18 @@ def _run_consume(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    # kill -USR1: the engine's state as a JSON line on stdout and, through faulthandler (registered after the
-    # Python handler so that it chains to it), every thread's stack on stderr.
-    signal.signal(
-        signal.SIGUSR1, lambda *_: threading.Thread(target=lambda: _emit("state", **consumer.describe())).start()
-    )
-    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
+
+    # kill -USR1: the engine's state as a JSON line on stdout and every thread's stack on stderr: through
+    # faulthandler (registered after the Python handler so that it chains to it) as text, or as one JSON log
+    # record with --log-format json, whose every line must be one object.
+    def dump() -> None:
+        _emit("state", **consumer.describe())
+        if args.log_format == "json":
+            logging.getLogger("rocket_rebalance.commands").warning("thread stacks", extra={"stacks": _stacks()})
+
+    signal.signal(signal.SIGUSR1, lambda *_: threading.Thread(target=dump).start())
+    if args.log_format == "text":
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
     _emit("starting", client=client_id, group=args.group, topics=args.topic)  # before it registers anywhere
     consumer.start()
     _emit("started", client=client_id, group=args.group, topics=args.topic)
@@ -378,6 +419,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--heartbeat-interval", type=duration(), help="heartbeat interval (default 30 s)")
     consume.add_argument("--route-interval", type=duration(), help="route refresh interval (default 30 s)")
     consume.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    consume.add_argument(
+        "--log-format", default="text", choices=("text", "json"), help="json: one JSON object per log line (stderr)"
+    )
     consume.set_defaults(handler=_run_consume)
 
     produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")

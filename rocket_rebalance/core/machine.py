@@ -97,6 +97,12 @@ Time
       earliest deadline changed (and after every ``Tick``), and expects a ``Tick`` then; an early Tick is
       harmless. A request unanswered after ``request_timeout`` counts as failed.
   M2. ``ShutdownRequested`` stops rounds and releases every queue as in T3/L3; ``ShutdownComplete`` follows.
+
+History
+  H1. ``history`` keeps the last rounds (``core.history``): each round's trigger (the earliest request names it:
+      start, notify, timer, route change, subscription change, retry with the reason R3 gave), the member lists
+      read, the queues gained and lost, every reason the table was kept from the allocation (R3, L2, L7, L9),
+      and when its lists came, its queues were started and dropped, and its table was applied.
 """
 
 from __future__ import annotations
@@ -154,6 +160,7 @@ from rocket_rebalance.core.events import (
     SubscriptionChanged,
     Tick,
 )
+from rocket_rebalance.core.history import RoundHistory, Trigger
 from rocket_rebalance.core.process_queue import ProcessQueue
 from rocket_rebalance.model import (
     RETRY_GROUP_TOPIC_PREFIX,
@@ -247,6 +254,8 @@ class RebalanceCore:
         self._round_requested_at = _NEVER
         self._last_round_at = -_NEVER
         self._rounds = 0
+        self._round_trigger = (Trigger.TIMER, "")  # why the round requested next runs, and a retry's reason
+        self.history = RoundHistory()  # the last rounds, for describe() (rocket_rebalance.core.history)
         self._next_route_at = _NEVER
         self._next_heartbeat_at = _NEVER
         self._next_persist_at = _NEVER
@@ -371,6 +380,14 @@ class RebalanceCore:
         entry = self._entries.get(mq)
         return entry.locked_until if entry is not None and entry.holds_lock else -math.inf
 
+    def last_lock_grant(self, mq: MessageQueue) -> float | None:
+        """When the broker last granted our lock of ``mq`` (None: never, or the queue is not held); running info
+        reports it as Java's ``lastLockTimestamp``."""
+        entry = self._entries.get(mq)
+        if entry is None or entry.locked_until == -_NEVER:
+            return None
+        return entry.locked_until - self.config.client_lock_lifetime
+
     def is_dispatchable(self, mq: MessageQueue, now: float) -> bool:
         """May a message of ``mq`` be handed to the listener now? Active, and with locks, a valid lock (L2)."""
         entry = self._entries.get(mq)
@@ -431,12 +448,16 @@ class RebalanceCore:
 
     # ------------------------------------------------------------------ rounds (R1-R5)
 
-    def _request_round(self, at: float) -> None:
-        if not self._shutting_down:
-            self._round_requested_at = min(self._round_requested_at, at)
+    def _request_round(self, at: float, trigger: str, reason: str = "") -> None:
+        """Ask for a round at ``at``; the earliest request names the round's trigger."""
+        if not self._shutting_down and at < self._round_requested_at:
+            self._round_requested_at = at
+            self._round_trigger = (trigger, reason)
 
-    def _mark_unbalanced(self, now: float) -> None:
-        self._request_round(now + self.config.unbalanced_retry_interval)
+    def _mark_unbalanced(self, now: float, reason: str) -> None:
+        """R3: the table is not what the allocation says; ``reason`` goes to the history and the retry round."""
+        self.history.problem(reason)
+        self._request_round(now + self.config.unbalanced_retry_interval, Trigger.RETRY, reason)
 
     def _maybe_start_round(self, now: float) -> None:
         if not self._started or self._shutting_down or self._round_pending:
@@ -449,10 +470,11 @@ class RebalanceCore:
         routed = [topic for topic in self.topics if topic in self._routes]
         if not routed:
             # R1: nothing to balance yet. Not counted as a round, so the first RouteUpdated balances at once.
-            self._request_round(now + self.config.rebalance_interval)
+            self._request_round(now + self.config.rebalance_interval, Trigger.TIMER)
             return
         self._last_round_at = now
         self._rounds += 1
+        self.history.started(self._rounds, *self._round_trigger, now)
         for topic in routed:
             if self.config.message_model is MessageModel.BROADCASTING:
                 self._apply_allocation(topic, self._routes[topic], now)
@@ -469,17 +491,21 @@ class RebalanceCore:
         self._round_lists.clear()
         self._round_failed = False
         self._round_deadline = _NEVER
-        self._request_round(self._last_round_at + self.config.rebalance_interval)
+        self._request_round(self._last_round_at + self.config.rebalance_interval, Trigger.TIMER)
+        held = {mq for mqs in self._allocated.values() for mq in mqs}
+        waiting = [mq for mq in held if self.state_of(mq) is not QueueState.ACTIVE]
+        self.history.finished(waiting + [mq for mq in self._entries if mq not in held], now)
 
     def _on_consumer_list(self, event: ConsumerListFetched, now: float) -> None:
         if event.topic not in self._round_pending:
             return  # an answer from an abandoned round: its view may be stale
         self._round_pending.discard(event.topic)
+        self.history.list_read(event.topic, event.client_ids, now)
         if event.client_ids is not None:
             self._note_members(event.client_ids, now)
         if event.client_ids is None:
             self._round_failed = True
-            self._mark_unbalanced(now)
+            self._mark_unbalanced(now, f"member list of {event.topic} not read")
         elif event.topic in self._routes and event.topic in self.topics:
             if spans_topics(self.config.strategy):
                 self._round_lists[event.topic] = event.client_ids
@@ -499,8 +525,8 @@ class RebalanceCore:
             # a shared ID is reported as ClientIdShared for our own; other consumers report theirs
             prepared = prepare_rebalance_input(self._routes[topic], client_ids, warn=False)
             share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
-        except AllocationError:
-            self._mark_unbalanced(now)  # R3: keep the previous queues of this topic
+        except AllocationError as error:
+            self._mark_unbalanced(now, f"allocation of {topic}: {error}")  # R3: keep this topic's previous queues
             return
         self._apply_allocation(topic, frozenset(share or ()), now)
 
@@ -518,8 +544,9 @@ class RebalanceCore:
         try:
             prepared = prepare_rebalance_input(queues, members, warn=False)
             share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
-        except AllocationError:
-            self._mark_unbalanced(now)  # R3: every topic keeps its previous queues
+        except AllocationError as error:
+            # R3: every topic keeps its previous queues
+            self._mark_unbalanced(now, f"allocation across topics: {error}")
             return
         for topic in lists:
             self._apply_allocation(topic, frozenset(mq for mq in share or () if mq.topic == topic), now)
@@ -549,7 +576,7 @@ class RebalanceCore:
                 and now - entry.pq.last_pull > self.config.pull_expiry
             ):
                 self._release(entry, now)
-                self._mark_unbalanced(now)
+                self._mark_unbalanced(now, f"{entry.mq} not pulled for {self.config.pull_expiry:g} s")
         for mq in sort_queues(allocated):
             current = self._entries.get(mq)
             if current is None:
@@ -557,8 +584,9 @@ class RebalanceCore:
             elif current.state is QueueState.LOOKUP_WAIT:
                 self._begin_acquisition_step(current, now)
             elif current.state in _RELEASING:
-                self._mark_unbalanced(now)
+                self._mark_unbalanced(now, f"{mq} wanted back while still being released")
         if allocated != previous:
+            self.history.allocated(allocated - previous, previous - allocated)
             mq_all = tuple(sort_queues(self._routes.get(topic, ())))
             self._emit(QueuesChanged(topic, mq_all, tuple(sort_queues(allocated))))
             self._out_heartbeat = True
@@ -603,7 +631,7 @@ class RebalanceCore:
     def _lookup_failed(self, entry: _Entry, now: float) -> None:
         entry.state = QueueState.LOOKUP_WAIT
         entry.deadline = _NEVER
-        self._mark_unbalanced(now)
+        self._mark_unbalanced(now, f"offset of {entry.mq} not read")
 
     def _lookup_entry(self, mq: MessageQueue, request_id: int, state: QueueState) -> _Entry | None:
         entry = self._entries.get(mq)
@@ -668,6 +696,7 @@ class RebalanceCore:
         entry.deadline = _NEVER
         entry.pq = ProcessQueue(entry.mq, offset, now)
         self._emit(StartQueue(entry.mq, offset))
+        self.history.queue_started(entry.mq, now)
 
     # ------------------------------------------------------------------ locks (L1, L2, L4)
 
@@ -703,7 +732,7 @@ class RebalanceCore:
             entry.deadline = now + self.config.lock_retry_interval
             if entry.refused_since is None:
                 entry.refused_since = now
-            self._mark_unbalanced(now)
+            self._mark_unbalanced(now, f"lock refused at {entry.mq.broker_name}")
         elif entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
             self._lose(entry, now)
         # READING / QUERYING / LOOKUP_WAIT: _activate re-locks; PERSISTING: the write was sent while valid (L5).
@@ -713,8 +742,9 @@ class RebalanceCore:
         if entry.state is QueueState.ACTIVE:
             self._emit(StopQueue(entry.mq))
         self._emit(DropQueue(entry.mq))
+        self.history.queue_dropped(entry.mq, now)
         del self._entries[entry.mq]
-        self._mark_unbalanced(now)
+        self._mark_unbalanced(now, f"lock of {entry.mq} lost")
 
     def _send_unlock(self, mq: MessageQueue, now: float) -> None:
         self._out_unlock.setdefault(mq.broker_name, set()).add(mq)
@@ -807,7 +837,7 @@ class RebalanceCore:
                 self._lose(entry, now)
             else:
                 del self._entries[entry.mq]  # an acquisition: the next round starts it again, behind the gate
-        self._mark_unbalanced(now)
+        self._mark_unbalanced(now, f"connection to {broker} lost")
 
     def _on_registered(self, event: BrokerRegistered, now: float) -> None:
         broker = event.broker_name
@@ -895,10 +925,12 @@ class RebalanceCore:
     def _finish_release(self, entry: _Entry, now: float) -> None:
         del self._entries[entry.mq]
         self._emit(DropQueue(entry.mq))
+        self.history.queue_dropped(entry.mq, now)
         if entry.holds_lock:
             self._send_unlock(entry.mq, now)
         if entry.mq in self._allocated.get(entry.mq.topic, frozenset()):
-            self._request_round(now)  # wanted again (or OFFSET_ILLEGAL, O2): take it back at once
+            # wanted again (or OFFSET_ILLEGAL, O2): take it back at once
+            self._request_round(now, Trigger.RETRY, f"{entry.mq} released and wanted again")
 
     def _on_persisted(self, event: OffsetsPersisted, now: float) -> None:
         for mq, offset in event.offsets.items():
@@ -972,7 +1004,8 @@ class RebalanceCore:
         self._next_persist_at = now + cfg.persist_interval
         if cfg.uses_locks:
             self._next_lock_all_at = now + cfg.lock_all_interval
-        self._request_round(now)
+        self._round_requested_at = _NEVER  # whatever asked for a round before the start is the start's round
+        self._request_round(now, Trigger.START)
 
     def _on_subscription_changed(self, event: SubscriptionChanged, now: float) -> None:
         old_topics = set(self.topics)
@@ -989,17 +1022,18 @@ class RebalanceCore:
             self._emit(FetchRoutes(added))
         if self._started:
             self._out_heartbeat = True
-            self._request_round(now)
+            self._request_round(now, Trigger.SUBSCRIPTION)
 
     def _on_route_updated(self, event: RouteUpdated, now: float) -> None:
         if self._routes.get(event.topic) == event.queues:
             return
         self._routes[event.topic] = frozenset(event.queues)
         if event.topic in self.topics:
-            self._request_round(now)  # we rebalance at once on a route change (Java waits for the next round)
+            # we rebalance at once on a route change (Java waits for the next round)
+            self._request_round(now, Trigger.ROUTE)
 
     def _on_notification(self, event: Event, now: float) -> None:
-        self._request_round(now)
+        self._request_round(now, Trigger.NOTIFY)
 
     def _on_shutdown(self, event: Event, now: float) -> None:
         if self._shutting_down:
@@ -1025,7 +1059,7 @@ class RebalanceCore:
         cfg = self.config
         if self._round_pending and now >= self._round_deadline:
             self._round_pending.clear()  # consumer lists never came: M1
-            self._mark_unbalanced(now)
+            self._mark_unbalanced(now, "member lists not answered in time")
             self._finish_round(now)
         if not self._shutting_down:
             if now >= self._next_route_at:

@@ -75,6 +75,10 @@ class ProcessQueue:
         """Offsets in flight, smallest first (for inspection and tests)."""
         return [offset for offset in self._order if offset in self._in_flight]
 
+    def handed_out(self) -> list[int]:
+        """Offsets in flight that the listener has, smallest first (running info's orderly "transaction" range)."""
+        return [offset for offset in self._order if self._in_flight.get(offset)]
+
     def _recompute(self) -> None:
         order, in_flight = self._order, self._in_flight
         while order and order[0] not in in_flight:

@@ -24,6 +24,7 @@ thread of the engine is joined within what is left; it returns True only when al
 
 from __future__ import annotations
 
+import enum
 import heapq
 import itertools
 import logging
@@ -90,8 +91,10 @@ from rocket_rebalance.model import (
 )
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health, first_few
+from rocket_rebalance.runtime.history import describe_rounds
 from rocket_rebalance.runtime.members import MemberLanguages
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
+from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
     Message,
@@ -272,6 +275,14 @@ class _QueueRun:
     paused_until: float = 0.0  # orderly: after a failed batch, nothing is handed out before this
 
 
+class _Verdict(enum.Enum):
+    """What became of one batch given to the listener."""
+
+    CONSUMED = "consumed"
+    SENT_BACK = "refused, sent back to the retry topic"
+    RETRY = "refused, to be tried again here"
+
+
 @dataclass
 class _Chunk:
     """What a consume task did with the messages it was handed: consumed (or sent back to the retry topic),
@@ -342,6 +353,7 @@ class Engine:
         self.consumed = 0
         self.failed = 0
         self.filtered = 0  # messages the tag re-filter skipped (their offsets move on as if consumed)
+        self.stats = ConsumeStats()  # Java's consume statistics, for running info: one call per batch
         self._send_back = True  # until the transport says its server keeps no retry topics
         self._started_ms = int(time.time() * 1000)
 
@@ -416,7 +428,8 @@ class Engine:
         self._inbox.put(item)
 
     def describe(self) -> dict[str, object]:
-        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues; after
+        """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues, the last
+        rebalances (``rebalances``: trigger, member lists, queues gained and lost, problems, each step's time); after
         the shutdown, its final state (``shut_down`` True), at once."""
         state: dict[str, object] = {}
 
@@ -434,6 +447,7 @@ class Engine:
                 timers=len(self._timers),
                 healthy=self.health.healthy,
                 problems=self.health.report(),
+                rebalances=describe_rounds(self.core.history.rounds, now, time.time()),
             )
 
         if not self._on_service_thread(snapshot):
@@ -475,37 +489,74 @@ class Engine:
         return done.wait(timeout)
 
     def running_info(self) -> RunningInfo:
-        """What a broker relays to ``mqadmin consumerStatus``: our process-queue table (BrokerRequests)."""
+        """What a broker relays to ``mqadmin consumerStatus`` (BrokerRequests): our process-queue table with the
+        fields Java's ``ProcessQueue.fillProcessQueueInfo`` fills, each topic's consume statistics, and our
+        settings under the names of Java's consumer fields."""
         rows: dict[MessageQueue, QueueRunInfo] = {}
 
         def snapshot() -> None:
             now, wall = time.monotonic(), time.time()
+
+            def epoch_ms(at: float) -> int:
+                return int((wall - (now - at)) * 1000)
+
             for mq in self.core.held_queues():
-                pq = self.core.process_queue(mq)
-                cached = pq.in_flight() if pq is not None else []  # Java: the process queue's first and last key
-                rows[mq] = QueueRunInfo(
-                    commit_offset=pq.commit_offset if pq is not None else -1,
-                    cached_count=pq.in_flight_count if pq is not None else 0,
-                    cached_min_offset=cached[0] if cached else 0,
-                    cached_max_offset=cached[-1] if cached else 0,
-                    locked=self.core.holds_lock(mq, now),
-                    dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.PERSISTING),
-                    last_pull_ms=int((wall - (now - pq.last_pull)) * 1000) if pq is not None else 0,
-                )
+                rows[mq] = self._queue_row(mq, epoch_ms, now)
 
         self._on_service_thread(snapshot)
+        config, settings = self.config, self.settings
         return RunningInfo(
-            consume_type="CONSUME_PASSIVELY" if self.config.push_consumer else "CONSUME_ACTIVELY",
-            message_model=self.config.message_model.value,
-            consume_from_where=self.config.consume_from_where.value,
-            consume_orderly=self.config.consume_orderly,
+            consume_type="CONSUME_PASSIVELY" if config.push_consumer else "CONSUME_ACTIVELY",
+            message_model=config.message_model.value,
+            consume_from_where=config.consume_from_where.value,
+            consume_orderly=config.consume_orderly,
             start_timestamp_ms=self._started_ms,
             topics=self._topics,
             queues=rows,
-            consumed_ok=self.consumed,
-            consumed_failed=self.failed,
-            strategy=f"{type(self.config.strategy).__module__}.{type(self.config.strategy).__qualname__}",
+            strategy=f"{type(config.strategy).__module__}.{type(config.strategy).__qualname__}",
             expressions=dict(self.expressions),
+            status={topic: self.stats.status(topic) for topic in self._topics},
+            settings={
+                "consumerGroup": config.consumer_group,
+                "consumeThreadMin": str(settings.consume_threads),
+                "consumeThreadMax": str(settings.consume_threads),
+                "pullBatchSize": str(settings.pull_batch_size),
+                "consumeMessageBatchMaxSize": str(settings.consume_message_batch_max_size),
+                "pullThresholdForQueue": str(settings.pull_threshold_for_queue),
+                "pullThresholdSizeForQueue": str(settings.pull_threshold_size_for_queue),
+                "consumeConcurrentlyMaxSpan": str(settings.consume_concurrently_max_span),
+                "maxReconsumeTimes": str(settings.max_reconsume_times),
+                "heartbeatBrokerInterval": str(round(config.heartbeat_interval * 1000)),
+                "persistConsumerOffsetInterval": str(round(config.persist_interval * 1000)),
+                "pollNameServerInterval": str(round(config.route_refresh_interval * 1000)),
+            },
+            consume_threads=settings.consume_threads if self.listener is not None else -1,
+        )
+
+    def _queue_row(self, mq: MessageQueue, epoch_ms: Callable[[float], int], now: float) -> QueueRunInfo:
+        """(Service thread.) One queue's ``ProcessQueueInfo``. Cached: pulled and not yet consumed, handed out or
+        not (Java's ``msgTreeMap``), and the size of their bodies. Handed out and unfinished, when orderly: Java's
+        ``consumingMsgOrderlyTreeMap``."""
+        pq = self.core.process_queue(mq)
+        run = self._runs.get(mq)
+        cached = pq.in_flight() if pq is not None else []
+        handed = pq.handed_out() if pq is not None and self.config.consume_orderly else []
+        granted = self.core.last_lock_grant(mq)
+        size = run.cached_bytes if run is not None else 0
+        return QueueRunInfo(
+            commit_offset=pq.commit_offset if pq is not None else -1,
+            cached_count=len(cached),
+            cached_min_offset=cached[0] if cached else 0,
+            cached_max_offset=cached[-1] if cached else 0,
+            cached_size_mib=size // (1024 * 1024),
+            transaction_min_offset=handed[0] if handed else 0,
+            transaction_max_offset=handed[-1] if handed else 0,
+            transaction_count=len(handed),
+            locked=self.core.holds_lock(mq, now),
+            last_lock_ms=epoch_ms(granted) if granted is not None else self.stats.started_ms(mq),
+            dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.PERSISTING),
+            last_pull_ms=epoch_ms(pq.last_pull) if pq is not None else 0,
+            last_consume_ms=self.stats.last_consume_ms(mq),
         )
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:
@@ -678,6 +729,7 @@ class Engine:
                 self._io_call("persist offsets", lambda: self._persist(dict(offsets)))
             case StartQueue(mq=mq, offset=offset):
                 self._runs[mq] = _QueueRun(next(self._generations), offset)
+                self.stats.queue_started(mq)
                 if self.listener is not None:  # pull-style use: the application pulls the queues it is told of
                     self._pull(mq)
             case StopQueue(mq=mq):
@@ -687,6 +739,7 @@ class Engine:
                     run.buffered.clear()  # never handed out: the next owner pulls them again
             case DropQueue(mq=mq):
                 self._runs.pop(mq, None)
+                self.stats.queue_dropped(mq)
             case QueuesChanged(topic=topic, mq_all=mq_all, mq_divided=mq_divided):
                 if self.queue_listener is not None:
                     try:
@@ -1000,6 +1053,7 @@ class Engine:
             return
         run.pulling = True
         generation = run.generation
+        started = time.monotonic()
 
         def done(result: PullResult | TransportError) -> None:
             if isinstance(result, TransportError):
@@ -1008,6 +1062,8 @@ class Engine:
                 self.post(lambda: self._pull_failed(mq, generation))
             else:
                 self.health.ok("pull", at=mq.broker_name)
+                if result.status == PullStatus.FOUND:
+                    self.stats.pulled(mq, len(result.messages), elapsed_ms(started))
                 self.post(
                     lambda: self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
                 )
@@ -1144,32 +1200,42 @@ class Engine:
     def _consume_chunk(self, mq: MessageQueue, run: _QueueRun, chunk: list[Message], lock_deadline: float) -> None:
         """(On the consume pool.) Give ``chunk`` to the listener batch by batch, in order; stop before a batch
         once the queue is being released or its lock has run out (so nothing is handed out that the core would
-        not hand out), or (orderly) after a failed batch; report it all in one post."""
-        assert self.listener is not None
+        not hand out), or (orderly) after a failed batch; count and report it all at once."""
         size = self.settings.consume_message_batch_max_size
         orderly = self.config.consume_orderly
         result = _Chunk()
+        calls = ok = failed = 0
         began = time.monotonic()
         for start in range(0, len(chunk), size):
             if start and (run.stopped or self._closing.is_set() or time.monotonic() >= lock_deadline):
                 result.returned = chunk[start:]
                 break
             batch = chunk[start : start + size]
-            if self._consume_batch(mq, batch):
+            calls += 1
+            verdict = self._consume_batch(mq, batch)
+            if verdict is _Verdict.CONSUMED:
+                ok += len(batch)
+            else:
+                failed += len(batch)
+            if verdict is not _Verdict.RETRY:
                 result.consumed += batch
             elif orderly:  # tried again first, after retry_delay, before anything behind it (Java suspends)
                 result.returned, result.orderly_failure = chunk[start:], True
                 break
             else:
                 result.retry.append(batch)
-        given = len(chunk) - len(result.returned)
-        if given:
-            self._pace = (self._pace + (time.monotonic() - began) / given) / 2  # a race only blurs the estimate
+        took = time.monotonic() - began
+        self.stats.consumed(mq, ok, failed, took * 1000, calls)
+        with self._stats_lock:
+            self.consumed += ok
+            self.failed += failed
+        if ok + failed:
+            self._pace = (self._pace + took / (ok + failed)) / 2  # a race only blurs the estimate
         self.post(partial(self._chunk_done, mq, run, result))
 
-    def _consume_batch(self, mq: MessageQueue, batch: list[Message]) -> bool:
-        """One listener call. True when the batch is done with: consumed, or (concurrent) refused and sent back
-        to the retry topic; False when it must be tried again here."""
+    def _consume_batch(self, mq: MessageQueue, batch: list[Message]) -> _Verdict:
+        """One listener call: consumed; or refused and (concurrent) sent back to the retry topic, so done with;
+        or refused and to be tried again here."""
         assert self.listener is not None
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
         try:
@@ -1179,16 +1245,12 @@ class Engine:
                 raise UnreadableBodyError(unreadable[0].body_error)
             self.listener(batch)
         except Exception as error:
-            with self._stats_lock:
-                self.failed += len(batch)
             sent_back = not self.config.consume_orderly and self._sent_back(batch)
             then = self._where_sent(batch) if sent_back else "retrying"
             self.health.failed(kind, ListenerError(mq, batch, then, error), traceback=True)
-            return sent_back
+            return _Verdict.SENT_BACK if sent_back else _Verdict.RETRY
         self.health.ok(kind)
-        with self._stats_lock:
-            self.consumed += len(batch)
-        return True
+        return _Verdict.CONSUMED
 
     def _where_sent(self, batch: list[Message]) -> str:
         """Where the broker put a batch sent back: a message already reconsumed ``max_reconsume_times`` goes to

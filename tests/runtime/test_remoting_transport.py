@@ -31,6 +31,7 @@ from rocket_rebalance.runtime.transport import (
     PullStatus,
     QueueRunInfo,
     RunningInfo,
+    TopicConsumeStatus,
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
@@ -169,11 +170,14 @@ class _Client:
             False,
             1_700_000_000_000,
             ("TopicT", "TopicS", "TopicU"),
-            {MQ: QueueRunInfo(commit_offset=12, locked=True)},
+            {MQ: QueueRunInfo(commit_offset=12, cached_size_mib=3, locked=True, last_lock_ms=1_700_000_000_500)},
             expressions={
                 "TopicT": SubscriptionExpression("TagA || TagB"),
                 "TopicS": SubscriptionExpression("a > 5", SQL92),
             },
+            status={"TopicT": TopicConsumeStatus(pull_rt=2.5, consume_ok_tps=100.25, consume_failed_msgs=7)},
+            settings={"pullBatchSize": "32"},
+            consume_threads=20,
         )
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:
@@ -193,6 +197,12 @@ def test_running_info_is_answered_in_javas_shape(serve: Callable[[Handler], Scri
         assert set(info.queues) == {MQ}
         assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
         assert int(info.properties["PROP_CONSUMER_START_TIMESTAMP"]) == 1_700_000_000_000
+        assert info.properties["PROP_THREADPOOL_CORE_SIZE"] == "20" and info.properties["pullBatchSize"] == "32"
+        assert info.status_table == {
+            "TopicT": bodies.ConsumeStatus(pullRT=2.5, consumeOKTPS=100.25, consumeFailedMsgs=7)
+        }  # the topics the consumer reports statistics for, as Java (one per subscription)
+        row = info.mq_table[MQ]
+        assert (row.cachedMsgSizeInMiB, row.lastLockTimestamp, row.locked) == (3, 1_700_000_000_500, True)
         assert b'{"brokerName":"broker-a","queueId":0,"topic":"TopicT"}:' in answer.body  # an object as map key
         # each topic's own expression, as Java's subscriptionSet carries it (a topic without one: "*")
         got = {s.topic: (s.expression_type, s.sub_string, s.tags_set) for s in info.subscriptions}

@@ -159,6 +159,31 @@ def test_the_stub_relays_the_question_to_a_real_consumer_which_reports_what_it_h
     assert server.relay.waiting == 0
 
 
+def test_a_consumer_reports_its_consume_statistics_through_the_stub(server: StubServer, admin: GrpcTransport) -> None:
+    """The statusTable of Java's running info on the stub's wire: per subscribed topic, once the minute window has
+    sampled the consumption (its first sample comes 10 s after the consumer started, as in Java)."""
+    consumed: list[int] = []
+    consumer = PushConsumer(
+        GRPC_SCHEME + server.address, GROUP, topics=["OnlyB"], listener=lambda b: consumed.append(len(b)), client_id="s"
+    )
+    consumer.start()
+    try:
+        wait_for(lambda: len(consumer.owned_queues().get("OnlyB", ())) == 2)
+        admin.send("OnlyB", "broker-b", [b"m"] * 20, 0)
+        wait_for(lambda: sum(consumed) == 20)
+        report = admin.consumer_report(GROUP, "s")
+        assert set(report.status) == {"OnlyB", f"%RETRY%{GROUP}"}
+        deadline = time.monotonic() + 2 * WAIT
+        while report.status["OnlyB"].consume_ok_tps == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            report = admin.consumer_report(GROUP, "s")
+        status = report.status["OnlyB"]
+        assert status.consume_ok_tps > 0 and status.pull_tps > 0 and status.consume_failed_tps == 0, status
+        assert report.properties["PROP_THREADPOOL_CORE_SIZE"] == "20"  # the default consume pool, as Java's
+    finally:
+        consumer.shutdown()
+
+
 def test_a_consumer_that_never_answers_ends_the_call_in_its_timeout_and_leaves_nothing_waiting(
     server: StubServer, admin: GrpcTransport, raw: Callable[[str], RawClient]
 ) -> None:

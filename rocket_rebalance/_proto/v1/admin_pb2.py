@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from rocket_rebalance._proto.v1 import common_pb2 as rocket__rebalance_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1frocket_rebalance/v1/admin.proto\x12\x13rocket_rebalance.v1\x1a rocket_rebalance/v1/common.proto\"\x81\x01\n\x1a\x43reateOrUpdateTopicRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x03 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x04 \x01(\x05\x12\x0c\n\x04perm\x18\x05 \x01(\x05\"\x1d\n\x1b\x43reateOrUpdateTopicResponse\"\x1d\n\x1bGetBrokerClusterInfoRequest\"O\n\nBrokerInfo\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x0f\n\x07\x63luster\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\n\n\x02up\x18\x04 \x01(\x08\"P\n\x1cGetBrokerClusterInfoResponse\x12\x30\n\x07\x62rokers\x18\x01 \x03(\x0b\x32\x1f.rocket_rebalance.v1.BrokerInfo\"@\n\x17\x43onsumerProgressRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\"\xc9\x01\n\rQueueProgress\x12\x30\n\x05queue\x18\x01 \x01(\x0b\x32!.rocket_rebalance.v1.MessageQueue\x12\x15\n\rbroker_offset\x18\x02 \x01(\x03\x12\x17\n\x0f\x63onsumer_offset\x18\x03 \x01(\x03\x12\x0c\n\x04\x64iff\x18\x04 \x01(\x03\x12\x12\n\nlast_owner\x18\x05 \x01(\t\x12\x12\n\nlock_owner\x18\x06 \x01(\t\x12 \n\x18last_update_timestamp_ms\x18\x07 \x01(\x03\"b\n\x18\x43onsumerProgressResponse\x12\x32\n\x06queues\x18\x01 \x03(\x0b\x32\".rocket_rebalance.v1.QueueProgress\x12\x12\n\ntotal_diff\x18\x02 \x01(\x03\"H\n\x19\x43onsumerConnectionRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\"\xd9\x02\n\nConnection\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tconnected\x18\x03 \x01(\x08\x12\x1d\n\x15last_heartbeat_ms_ago\x18\x04 \x01(\x03\x12<\n\rsubscriptions\x18\x05 \x03(\x0b\x32%.rocket_rebalance.v1.SubscriptionData\x12\x36\n\x0c\x63onsume_type\x18\x06 \x01(\x0e\x32 .rocket_rebalance.v1.ConsumeType\x12\x38\n\rmessage_model\x18\x07 \x01(\x0e\x32!.rocket_rebalance.v1.MessageModel\x12\x41\n\x12\x63onsume_from_where\x18\x08 \x01(\x0e\x32%.rocket_rebalance.v1.ConsumeFromWhere\"\x95\x01\n\x1a\x43onsumerConnectionResponse\x12\x34\n\x0b\x63onnections\x18\x01 \x03(\x0b\x32\x1f.rocket_rebalance.v1.Connection\x12\x41\n\x12subscription_table\x18\x02 \x03(\x0b\x32%.rocket_rebalance.v1.SubscriptionData\"[\n\x1a\x43onsumerRunningInfoRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x12\n\ntimeout_ms\x18\x03 \x01(\x03\"\x85\x02\n\x1b\x43onsumerRunningInfoResponse\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x35\n\x06queues\x18\x03 \x03(\x0b\x32%.rocket_rebalance.v1.QueueRunningInfo\x12T\n\nproperties\x18\x04 \x03(\x0b\x32@.rocket_rebalance.v1.ConsumerRunningInfoResponse.PropertiesEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x13\n\x11ListTopicsRequest\"$\n\x12ListTopicsResponse\x12\x0e\n\x06topics\x18\x01 \x03(\t\"\x1b\n\x19ListConsumerGroupsRequest\"5\n\x1aListConsumerGroupsResponse\x12\x17\n\x0f\x63onsumer_groups\x18\x01 \x03(\t\"\xb0\x01\n\x1aResetConsumerOffsetRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x03 \x01(\t\x12\x15\n\x08queue_id\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x10\n\x06offset\x18\x05 \x01(\x03H\x00\x12\x16\n\x0ctimestamp_ms\x18\x06 \x01(\x03H\x00\x42\x08\n\x06targetB\x0b\n\t_queue_id\"P\n\x1bResetConsumerOffsetResponse\x12\x31\n\x07offsets\x18\x01 \x03(\x0b\x32 .rocket_rebalance.v1.QueueOffset\"8\n\x15SetBrokerStateRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\n\n\x02up\x18\x02 \x01(\x08\"\x18\n\x16SetBrokerStateResponse\"Z\n\x05\x46\x61ult\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x1e.rocket_rebalance.v1.FaultKind\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x10\n\x08\x64\x65lay_ms\x18\x03 \x01(\x03\"T\n\x12InjectFaultRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12)\n\x05\x66\x61ult\x18\x02 \x01(\x0b\x32\x1a.rocket_rebalance.v1.Fault\"A\n\x13InjectFaultResponse\x12*\n\x06\x66\x61ults\x18\x01 \x03(\x0b\x32\x1a.rocket_rebalance.v1.Fault\")\n\x12\x43learFaultsRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\"\x15\n\x13\x43learFaultsResponse*m\n\tFaultKind\x12\x1a\n\x16\x46\x41ULT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x44ROP_HEARTBEATS\x10\x01\x12\x16\n\x12\x44ROP_NOTIFICATIONS\x10\x02\x12\x17\n\x13\x44\x45LAY_NOTIFICATIONS\x10\x03\x32\xdf\t\n\x05\x41\x64min\x12x\n\x13\x43reateOrUpdateTopic\x12/.rocket_rebalance.v1.CreateOrUpdateTopicRequest\x1a\x30.rocket_rebalance.v1.CreateOrUpdateTopicResponse\x12{\n\x14GetBrokerClusterInfo\x12\x30.rocket_rebalance.v1.GetBrokerClusterInfoRequest\x1a\x31.rocket_rebalance.v1.GetBrokerClusterInfoResponse\x12o\n\x10\x43onsumerProgress\x12,.rocket_rebalance.v1.ConsumerProgressRequest\x1a-.rocket_rebalance.v1.ConsumerProgressResponse\x12u\n\x12\x43onsumerConnection\x12..rocket_rebalance.v1.ConsumerConnectionRequest\x1a/.rocket_rebalance.v1.ConsumerConnectionResponse\x12x\n\x13\x43onsumerRunningInfo\x12/.rocket_rebalance.v1.ConsumerRunningInfoRequest\x1a\x30.rocket_rebalance.v1.ConsumerRunningInfoResponse\x12]\n\nListTopics\x12&.rocket_rebalance.v1.ListTopicsRequest\x1a\'.rocket_rebalance.v1.ListTopicsResponse\x12u\n\x12ListConsumerGroups\x12..rocket_rebalance.v1.ListConsumerGroupsRequest\x1a/.rocket_rebalance.v1.ListConsumerGroupsResponse\x12x\n\x13ResetConsumerOffset\x12/.rocket_rebalance.v1.ResetConsumerOffsetRequest\x1a\x30.rocket_rebalance.v1.ResetConsumerOffsetResponse\x12i\n\x0eSetBrokerState\x12*.rocket_rebalance.v1.SetBrokerStateRequest\x1a+.rocket_rebalance.v1.SetBrokerStateResponse\x12`\n\x0bInjectFault\x12\'.rocket_rebalance.v1.InjectFaultRequest\x1a(.rocket_rebalance.v1.InjectFaultResponse\x12`\n\x0b\x43learFaults\x12\'.rocket_rebalance.v1.ClearFaultsRequest\x1a(.rocket_rebalance.v1.ClearFaultsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1frocket_rebalance/v1/admin.proto\x12\x13rocket_rebalance.v1\x1a rocket_rebalance/v1/common.proto\"\x81\x01\n\x1a\x43reateOrUpdateTopicRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x03 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x04 \x01(\x05\x12\x0c\n\x04perm\x18\x05 \x01(\x05\"\x1d\n\x1b\x43reateOrUpdateTopicResponse\"\x1d\n\x1bGetBrokerClusterInfoRequest\"O\n\nBrokerInfo\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x0f\n\x07\x63luster\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\n\n\x02up\x18\x04 \x01(\x08\"P\n\x1cGetBrokerClusterInfoResponse\x12\x30\n\x07\x62rokers\x18\x01 \x03(\x0b\x32\x1f.rocket_rebalance.v1.BrokerInfo\"@\n\x17\x43onsumerProgressRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\"\xc9\x01\n\rQueueProgress\x12\x30\n\x05queue\x18\x01 \x01(\x0b\x32!.rocket_rebalance.v1.MessageQueue\x12\x15\n\rbroker_offset\x18\x02 \x01(\x03\x12\x17\n\x0f\x63onsumer_offset\x18\x03 \x01(\x03\x12\x0c\n\x04\x64iff\x18\x04 \x01(\x03\x12\x12\n\nlast_owner\x18\x05 \x01(\t\x12\x12\n\nlock_owner\x18\x06 \x01(\t\x12 \n\x18last_update_timestamp_ms\x18\x07 \x01(\x03\"b\n\x18\x43onsumerProgressResponse\x12\x32\n\x06queues\x18\x01 \x03(\x0b\x32\".rocket_rebalance.v1.QueueProgress\x12\x12\n\ntotal_diff\x18\x02 \x01(\x03\"H\n\x19\x43onsumerConnectionRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\"\xd9\x02\n\nConnection\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tconnected\x18\x03 \x01(\x08\x12\x1d\n\x15last_heartbeat_ms_ago\x18\x04 \x01(\x03\x12<\n\rsubscriptions\x18\x05 \x03(\x0b\x32%.rocket_rebalance.v1.SubscriptionData\x12\x36\n\x0c\x63onsume_type\x18\x06 \x01(\x0e\x32 .rocket_rebalance.v1.ConsumeType\x12\x38\n\rmessage_model\x18\x07 \x01(\x0e\x32!.rocket_rebalance.v1.MessageModel\x12\x41\n\x12\x63onsume_from_where\x18\x08 \x01(\x0e\x32%.rocket_rebalance.v1.ConsumeFromWhere\"\x95\x01\n\x1a\x43onsumerConnectionResponse\x12\x34\n\x0b\x63onnections\x18\x01 \x03(\x0b\x32\x1f.rocket_rebalance.v1.Connection\x12\x41\n\x12subscription_table\x18\x02 \x03(\x0b\x32%.rocket_rebalance.v1.SubscriptionData\"[\n\x1a\x43onsumerRunningInfoRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x12\n\ntimeout_ms\x18\x03 \x01(\x03\"\xbe\x02\n\x1b\x43onsumerRunningInfoResponse\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x35\n\x06queues\x18\x03 \x03(\x0b\x32%.rocket_rebalance.v1.QueueRunningInfo\x12T\n\nproperties\x18\x04 \x03(\x0b\x32@.rocket_rebalance.v1.ConsumerRunningInfoResponse.PropertiesEntry\x12\x37\n\x06status\x18\x05 \x03(\x0b\x32\'.rocket_rebalance.v1.TopicConsumeStatus\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x13\n\x11ListTopicsRequest\"$\n\x12ListTopicsResponse\x12\x0e\n\x06topics\x18\x01 \x03(\t\"\x1b\n\x19ListConsumerGroupsRequest\"5\n\x1aListConsumerGroupsResponse\x12\x17\n\x0f\x63onsumer_groups\x18\x01 \x03(\t\"\xb0\x01\n\x1aResetConsumerOffsetRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x03 \x01(\t\x12\x15\n\x08queue_id\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x10\n\x06offset\x18\x05 \x01(\x03H\x00\x12\x16\n\x0ctimestamp_ms\x18\x06 \x01(\x03H\x00\x42\x08\n\x06targetB\x0b\n\t_queue_id\"P\n\x1bResetConsumerOffsetResponse\x12\x31\n\x07offsets\x18\x01 \x03(\x0b\x32 .rocket_rebalance.v1.QueueOffset\"8\n\x15SetBrokerStateRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\n\n\x02up\x18\x02 \x01(\x08\"\x18\n\x16SetBrokerStateResponse\"Z\n\x05\x46\x61ult\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x1e.rocket_rebalance.v1.FaultKind\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x10\n\x08\x64\x65lay_ms\x18\x03 \x01(\x03\"T\n\x12InjectFaultRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12)\n\x05\x66\x61ult\x18\x02 \x01(\x0b\x32\x1a.rocket_rebalance.v1.Fault\"A\n\x13InjectFaultResponse\x12*\n\x06\x66\x61ults\x18\x01 \x03(\x0b\x32\x1a.rocket_rebalance.v1.Fault\")\n\x12\x43learFaultsRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\"\x15\n\x13\x43learFaultsResponse*m\n\tFaultKind\x12\x1a\n\x16\x46\x41ULT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x44ROP_HEARTBEATS\x10\x01\x12\x16\n\x12\x44ROP_NOTIFICATIONS\x10\x02\x12\x17\n\x13\x44\x45LAY_NOTIFICATIONS\x10\x03\x32\xdf\t\n\x05\x41\x64min\x12x\n\x13\x43reateOrUpdateTopic\x12/.rocket_rebalance.v1.CreateOrUpdateTopicRequest\x1a\x30.rocket_rebalance.v1.CreateOrUpdateTopicResponse\x12{\n\x14GetBrokerClusterInfo\x12\x30.rocket_rebalance.v1.GetBrokerClusterInfoRequest\x1a\x31.rocket_rebalance.v1.GetBrokerClusterInfoResponse\x12o\n\x10\x43onsumerProgress\x12,.rocket_rebalance.v1.ConsumerProgressRequest\x1a-.rocket_rebalance.v1.ConsumerProgressResponse\x12u\n\x12\x43onsumerConnection\x12..rocket_rebalance.v1.ConsumerConnectionRequest\x1a/.rocket_rebalance.v1.ConsumerConnectionResponse\x12x\n\x13\x43onsumerRunningInfo\x12/.rocket_rebalance.v1.ConsumerRunningInfoRequest\x1a\x30.rocket_rebalance.v1.ConsumerRunningInfoResponse\x12]\n\nListTopics\x12&.rocket_rebalance.v1.ListTopicsRequest\x1a\'.rocket_rebalance.v1.ListTopicsResponse\x12u\n\x12ListConsumerGroups\x12..rocket_rebalance.v1.ListConsumerGroupsRequest\x1a/.rocket_rebalance.v1.ListConsumerGroupsResponse\x12x\n\x13ResetConsumerOffset\x12/.rocket_rebalance.v1.ResetConsumerOffsetRequest\x1a\x30.rocket_rebalance.v1.ResetConsumerOffsetResponse\x12i\n\x0eSetBrokerState\x12*.rocket_rebalance.v1.SetBrokerStateRequest\x1a+.rocket_rebalance.v1.SetBrokerStateResponse\x12`\n\x0bInjectFault\x12\'.rocket_rebalance.v1.InjectFaultRequest\x1a(.rocket_rebalance.v1.InjectFaultResponse\x12`\n\x0b\x43learFaults\x12\'.rocket_rebalance.v1.ClearFaultsRequest\x1a(.rocket_rebalance.v1.ClearFaultsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,8 +34,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CONSUMERRUNNINGINFORESPONSE_PROPERTIESENTRY']._loaded_options = None
   _globals['_CONSUMERRUNNINGINFORESPONSE_PROPERTIESENTRY']._serialized_options = b'8\001'
-  _globals['_FAULTKIND']._serialized_start=2547
-  _globals['_FAULTKIND']._serialized_end=2656
+  _globals['_FAULTKIND']._serialized_start=2604
+  _globals['_FAULTKIND']._serialized_end=2713
   _globals['_CREATEORUPDATETOPICREQUEST']._serialized_start=91
   _globals['_CREATEORUPDATETOPICREQUEST']._serialized_end=220
   _globals['_CREATEORUPDATETOPICRESPONSE']._serialized_start=222
@@ -61,35 +61,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONSUMERRUNNINGINFOREQUEST']._serialized_start=1391
   _globals['_CONSUMERRUNNINGINFOREQUEST']._serialized_end=1482
   _globals['_CONSUMERRUNNINGINFORESPONSE']._serialized_start=1485
-  _globals['_CONSUMERRUNNINGINFORESPONSE']._serialized_end=1746
-  _globals['_CONSUMERRUNNINGINFORESPONSE_PROPERTIESENTRY']._serialized_start=1697
-  _globals['_CONSUMERRUNNINGINFORESPONSE_PROPERTIESENTRY']._serialized_end=1746
-  _globals['_LISTTOPICSREQUEST']._serialized_start=1748
-  _globals['_LISTTOPICSREQUEST']._serialized_end=1767
-  _globals['_LISTTOPICSRESPONSE']._serialized_start=1769
-  _globals['_LISTTOPICSRESPONSE']._serialized_end=1805
-  _globals['_LISTCONSUMERGROUPSREQUEST']._serialized_start=1807
-  _globals['_LISTCONSUMERGROUPSREQUEST']._serialized_end=1834
-  _globals['_LISTCONSUMERGROUPSRESPONSE']._serialized_start=1836
-  _globals['_LISTCONSUMERGROUPSRESPONSE']._serialized_end=1889
-  _globals['_RESETCONSUMEROFFSETREQUEST']._serialized_start=1892
-  _globals['_RESETCONSUMEROFFSETREQUEST']._serialized_end=2068
-  _globals['_RESETCONSUMEROFFSETRESPONSE']._serialized_start=2070
-  _globals['_RESETCONSUMEROFFSETRESPONSE']._serialized_end=2150
-  _globals['_SETBROKERSTATEREQUEST']._serialized_start=2152
-  _globals['_SETBROKERSTATEREQUEST']._serialized_end=2208
-  _globals['_SETBROKERSTATERESPONSE']._serialized_start=2210
-  _globals['_SETBROKERSTATERESPONSE']._serialized_end=2234
-  _globals['_FAULT']._serialized_start=2236
-  _globals['_FAULT']._serialized_end=2326
-  _globals['_INJECTFAULTREQUEST']._serialized_start=2328
-  _globals['_INJECTFAULTREQUEST']._serialized_end=2412
-  _globals['_INJECTFAULTRESPONSE']._serialized_start=2414
-  _globals['_INJECTFAULTRESPONSE']._serialized_end=2479
-  _globals['_CLEARFAULTSREQUEST']._serialized_start=2481
-  _globals['_CLEARFAULTSREQUEST']._serialized_end=2522
-  _globals['_CLEARFAULTSRESPONSE']._serialized_start=2524
-  _globals['_CLEARFAULTSRESPONSE']._serialized_end=2545
-  _globals['_ADMIN']._serialized_start=2659
-  _globals['_ADMIN']._serialized_end=3906
+  _globals['_CONSUMERRUNNINGINFORESPONSE']._serialized_end=1803
+  _globals['_CONSUMERRUNNINGINFORESPONSE_PROPERTIESENTRY']._serialized_start=1754
+  _globals['_CONSUMERRUNNINGINFORESPONSE_PROPERTIESENTRY']._serialized_end=1803
+  _globals['_LISTTOPICSREQUEST']._serialized_start=1805
+  _globals['_LISTTOPICSREQUEST']._serialized_end=1824
+  _globals['_LISTTOPICSRESPONSE']._serialized_start=1826
+  _globals['_LISTTOPICSRESPONSE']._serialized_end=1862
+  _globals['_LISTCONSUMERGROUPSREQUEST']._serialized_start=1864
+  _globals['_LISTCONSUMERGROUPSREQUEST']._serialized_end=1891
+  _globals['_LISTCONSUMERGROUPSRESPONSE']._serialized_start=1893
+  _globals['_LISTCONSUMERGROUPSRESPONSE']._serialized_end=1946
+  _globals['_RESETCONSUMEROFFSETREQUEST']._serialized_start=1949
+  _globals['_RESETCONSUMEROFFSETREQUEST']._serialized_end=2125
+  _globals['_RESETCONSUMEROFFSETRESPONSE']._serialized_start=2127
+  _globals['_RESETCONSUMEROFFSETRESPONSE']._serialized_end=2207
+  _globals['_SETBROKERSTATEREQUEST']._serialized_start=2209
+  _globals['_SETBROKERSTATEREQUEST']._serialized_end=2265
+  _globals['_SETBROKERSTATERESPONSE']._serialized_start=2267
+  _globals['_SETBROKERSTATERESPONSE']._serialized_end=2291
+  _globals['_FAULT']._serialized_start=2293
+  _globals['_FAULT']._serialized_end=2383
+  _globals['_INJECTFAULTREQUEST']._serialized_start=2385
+  _globals['_INJECTFAULTREQUEST']._serialized_end=2469
+  _globals['_INJECTFAULTRESPONSE']._serialized_start=2471
+  _globals['_INJECTFAULTRESPONSE']._serialized_end=2536
+  _globals['_CLEARFAULTSREQUEST']._serialized_start=2538
+  _globals['_CLEARFAULTSREQUEST']._serialized_end=2579
+  _globals['_CLEARFAULTSRESPONSE']._serialized_start=2581
+  _globals['_CLEARFAULTSRESPONSE']._serialized_end=2602
+  _globals['_ADMIN']._serialized_start=2716
+  _globals['_ADMIN']._serialized_end=3963
 # @@protoc_insertion_point(module_scope)

@@ -140,7 +140,7 @@ class ConsumerRunningInfoRequest(_message.Message):
     def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class ConsumerRunningInfoResponse(_message.Message):
-    __slots__ = ("client_id", "broker_name", "queues", "properties")
+    __slots__ = ("client_id", "broker_name", "queues", "properties", "status")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -152,11 +152,13 @@ class ConsumerRunningInfoResponse(_message.Message):
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     broker_name: str
     queues: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueueRunningInfo]
     properties: _containers.ScalarMap[str, str]
-    def __init__(self, client_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[_common_pb2.QueueRunningInfo, _Mapping]]] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    status: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicConsumeStatus]
+    def __init__(self, client_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[_common_pb2.QueueRunningInfo, _Mapping]]] = ..., properties: _Optional[_Mapping[str, str]] = ..., status: _Optional[_Iterable[_Union[_common_pb2.TopicConsumeStatus, _Mapping]]] = ...) -> None: ...
 
 class ListTopicsRequest(_message.Message):
     __slots__ = ()

@@ -376,7 +376,7 @@ class BrokerNotification(_message.Message):
     def __init__(self, connected: _Optional[_Union[Connected, _Mapping]] = ..., consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., running_info_request: _Optional[_Union[RunningInfoRequest, _Mapping]] = ...) -> None: ...
 
 class ReportRunningInfoRequest(_message.Message):
-    __slots__ = ("broker_name", "client_id", "request_id", "consumer_group", "queues", "properties")
+    __slots__ = ("broker_name", "client_id", "request_id", "consumer_group", "queues", "properties", "status")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -390,13 +390,15 @@ class ReportRunningInfoRequest(_message.Message):
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     client_id: str
     request_id: str
     consumer_group: str
     queues: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueueRunningInfo]
     properties: _containers.ScalarMap[str, str]
-    def __init__(self, broker_name: _Optional[str] = ..., client_id: _Optional[str] = ..., request_id: _Optional[str] = ..., consumer_group: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[_common_pb2.QueueRunningInfo, _Mapping]]] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    status: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicConsumeStatus]
+    def __init__(self, broker_name: _Optional[str] = ..., client_id: _Optional[str] = ..., request_id: _Optional[str] = ..., consumer_group: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[_common_pb2.QueueRunningInfo, _Mapping]]] = ..., properties: _Optional[_Mapping[str, str]] = ..., status: _Optional[_Iterable[_Union[_common_pb2.TopicConsumeStatus, _Mapping]]] = ...) -> None: ...
 
 class ReportRunningInfoResponse(_message.Message):
     __slots__ = ()

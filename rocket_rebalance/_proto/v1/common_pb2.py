@@ -24,19 +24,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n rocket_rebalance/v1/common.proto\x12\x13rocket_rebalance.v1\"D\n\x0cMessageQueue\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\"c\n\x10SubscriptionData\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x12\n\nsub_string\x18\x02 \x01(\t\x12\x17\n\x0f\x65xpression_type\x18\x03 \x01(\t\x12\x13\n\x0bsub_version\x18\x04 \x01(\x03\"O\n\x0bQueueOffset\x12\x30\n\x05queue\x18\x01 \x01(\x0b\x32!.rocket_rebalance.v1.MessageQueue\x12\x0e\n\x06offset\x18\x02 \x01(\x03\"\x8b\x02\n\x10QueueRunningInfo\x12\x30\n\x05queue\x18\x01 \x01(\x0b\x32!.rocket_rebalance.v1.MessageQueue\x12\x15\n\rcommit_offset\x18\x02 \x01(\x03\x12\x14\n\x0c\x63\x61\x63hed_count\x18\x03 \x01(\x03\x12\x19\n\x11\x63\x61\x63hed_min_offset\x18\x04 \x01(\x03\x12\x19\n\x11\x63\x61\x63hed_max_offset\x18\x05 \x01(\x03\x12\x0e\n\x06locked\x18\x06 \x01(\x08\x12\x0f\n\x07\x64ropped\x18\x07 \x01(\x08\x12\x1e\n\x16last_pull_timestamp_ms\x18\x08 \x01(\x03\x12!\n\x19last_consume_timestamp_ms\x18\t \x01(\x03*Y\n\x0b\x43onsumeType\x12\x1c\n\x18\x43ONSUME_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43ONSUME_TYPE_PULL\x10\x01\x12\x15\n\x11\x43ONSUME_TYPE_PUSH\x10\x02*k\n\x0cMessageModel\x12\x1d\n\x19MESSAGE_MODEL_UNSPECIFIED\x10\x00\x12\x1c\n\x18MESSAGE_MODEL_CLUSTERING\x10\x01\x12\x1e\n\x1aMESSAGE_MODEL_BROADCASTING\x10\x02*\x8f\x01\n\x10\x43onsumeFromWhere\x12\"\n\x1e\x43ONSUME_FROM_WHERE_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43ONSUME_FROM_LAST_OFFSET\x10\x01\x12\x1d\n\x19\x43ONSUME_FROM_FIRST_OFFSET\x10\x02\x12\x1a\n\x16\x43ONSUME_FROM_TIMESTAMP\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n rocket_rebalance/v1/common.proto\x12\x13rocket_rebalance.v1\"D\n\x0cMessageQueue\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\"c\n\x10SubscriptionData\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x12\n\nsub_string\x18\x02 \x01(\t\x12\x17\n\x0f\x65xpression_type\x18\x03 \x01(\t\x12\x13\n\x0bsub_version\x18\x04 \x01(\x03\"O\n\x0bQueueOffset\x12\x30\n\x05queue\x18\x01 \x01(\x0b\x32!.rocket_rebalance.v1.MessageQueue\x12\x0e\n\x06offset\x18\x02 \x01(\x03\"\xb9\x03\n\x10QueueRunningInfo\x12\x30\n\x05queue\x18\x01 \x01(\x0b\x32!.rocket_rebalance.v1.MessageQueue\x12\x15\n\rcommit_offset\x18\x02 \x01(\x03\x12\x14\n\x0c\x63\x61\x63hed_count\x18\x03 \x01(\x03\x12\x19\n\x11\x63\x61\x63hed_min_offset\x18\x04 \x01(\x03\x12\x19\n\x11\x63\x61\x63hed_max_offset\x18\x05 \x01(\x03\x12\x0e\n\x06locked\x18\x06 \x01(\x08\x12\x0f\n\x07\x64ropped\x18\x07 \x01(\x08\x12\x1e\n\x16last_pull_timestamp_ms\x18\x08 \x01(\x03\x12!\n\x19last_consume_timestamp_ms\x18\t \x01(\x03\x12\x17\n\x0f\x63\x61\x63hed_size_mib\x18\n \x01(\x03\x12\x1e\n\x16transaction_min_offset\x18\x0b \x01(\x03\x12\x1e\n\x16transaction_max_offset\x18\x0c \x01(\x03\x12\x19\n\x11transaction_count\x18\r \x01(\x03\x12\x18\n\x10try_unlock_times\x18\x0e \x01(\x03\x12\x1e\n\x16last_lock_timestamp_ms\x18\x0f \x01(\x03\"\xab\x01\n\x12TopicConsumeStatus\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0f\n\x07pull_rt\x18\x02 \x01(\x01\x12\x10\n\x08pull_tps\x18\x03 \x01(\x01\x12\x12\n\nconsume_rt\x18\x04 \x01(\x01\x12\x16\n\x0e\x63onsume_ok_tps\x18\x05 \x01(\x01\x12\x1a\n\x12\x63onsume_failed_tps\x18\x06 \x01(\x01\x12\x1b\n\x13\x63onsume_failed_msgs\x18\x07 \x01(\x03*Y\n\x0b\x43onsumeType\x12\x1c\n\x18\x43ONSUME_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43ONSUME_TYPE_PULL\x10\x01\x12\x15\n\x11\x43ONSUME_TYPE_PUSH\x10\x02*k\n\x0cMessageModel\x12\x1d\n\x19MESSAGE_MODEL_UNSPECIFIED\x10\x00\x12\x1c\n\x18MESSAGE_MODEL_CLUSTERING\x10\x01\x12\x1e\n\x1aMESSAGE_MODEL_BROADCASTING\x10\x02*\x8f\x01\n\x10\x43onsumeFromWhere\x12\"\n\x1e\x43ONSUME_FROM_WHERE_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43ONSUME_FROM_LAST_OFFSET\x10\x01\x12\x1d\n\x19\x43ONSUME_FROM_FIRST_OFFSET\x10\x02\x12\x1a\n\x16\x43ONSUME_FROM_TIMESTAMP\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rocket_rebalance.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CONSUMETYPE']._serialized_start=579
-  _globals['_CONSUMETYPE']._serialized_end=668
-  _globals['_MESSAGEMODEL']._serialized_start=670
-  _globals['_MESSAGEMODEL']._serialized_end=777
-  _globals['_CONSUMEFROMWHERE']._serialized_start=780
-  _globals['_CONSUMEFROMWHERE']._serialized_end=923
+  _globals['_CONSUMETYPE']._serialized_start=927
+  _globals['_CONSUMETYPE']._serialized_end=1016
+  _globals['_MESSAGEMODEL']._serialized_start=1018
+  _globals['_MESSAGEMODEL']._serialized_end=1125
+  _globals['_CONSUMEFROMWHERE']._serialized_start=1128
+  _globals['_CONSUMEFROMWHERE']._serialized_end=1271
   _globals['_MESSAGEQUEUE']._serialized_start=57
   _globals['_MESSAGEQUEUE']._serialized_end=125
   _globals['_SUBSCRIPTIONDATA']._serialized_start=127
@@ -44,5 +44,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUEOFFSET']._serialized_start=228
   _globals['_QUEUEOFFSET']._serialized_end=307
   _globals['_QUEUERUNNINGINFO']._serialized_start=310
-  _globals['_QUEUERUNNINGINFO']._serialized_end=577
+  _globals['_QUEUERUNNINGINFO']._serialized_end=751
+  _globals['_TOPICCONSUMESTATUS']._serialized_start=754
+  _globals['_TOPICCONSUMESTATUS']._serialized_end=925
 # @@protoc_insertion_point(module_scope)

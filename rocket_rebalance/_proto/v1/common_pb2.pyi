@@ -66,7 +66,7 @@ class QueueOffset(_message.Message):
     def __init__(self, queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class QueueRunningInfo(_message.Message):
-    __slots__ = ("queue", "commit_offset", "cached_count", "cached_min_offset", "cached_max_offset", "locked", "dropped", "last_pull_timestamp_ms", "last_consume_timestamp_ms")
+    __slots__ = ("queue", "commit_offset", "cached_count", "cached_min_offset", "cached_max_offset", "locked", "dropped", "last_pull_timestamp_ms", "last_consume_timestamp_ms", "cached_size_mib", "transaction_min_offset", "transaction_max_offset", "transaction_count", "try_unlock_times", "last_lock_timestamp_ms")
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     COMMIT_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CACHED_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -76,6 +76,12 @@ class QueueRunningInfo(_message.Message):
     DROPPED_FIELD_NUMBER: _ClassVar[int]
     LAST_PULL_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     LAST_CONSUME_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    CACHED_SIZE_MIB_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TRY_UNLOCK_TIMES_FIELD_NUMBER: _ClassVar[int]
+    LAST_LOCK_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     queue: MessageQueue
     commit_offset: int
     cached_count: int
@@ -85,4 +91,28 @@ class QueueRunningInfo(_message.Message):
     dropped: bool
     last_pull_timestamp_ms: int
     last_consume_timestamp_ms: int
-    def __init__(self, queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., commit_offset: _Optional[int] = ..., cached_count: _Optional[int] = ..., cached_min_offset: _Optional[int] = ..., cached_max_offset: _Optional[int] = ..., locked: _Optional[bool] = ..., dropped: _Optional[bool] = ..., last_pull_timestamp_ms: _Optional[int] = ..., last_consume_timestamp_ms: _Optional[int] = ...) -> None: ...
+    cached_size_mib: int
+    transaction_min_offset: int
+    transaction_max_offset: int
+    transaction_count: int
+    try_unlock_times: int
+    last_lock_timestamp_ms: int
+    def __init__(self, queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., commit_offset: _Optional[int] = ..., cached_count: _Optional[int] = ..., cached_min_offset: _Optional[int] = ..., cached_max_offset: _Optional[int] = ..., locked: _Optional[bool] = ..., dropped: _Optional[bool] = ..., last_pull_timestamp_ms: _Optional[int] = ..., last_consume_timestamp_ms: _Optional[int] = ..., cached_size_mib: _Optional[int] = ..., transaction_min_offset: _Optional[int] = ..., transaction_max_offset: _Optional[int] = ..., transaction_count: _Optional[int] = ..., try_unlock_times: _Optional[int] = ..., last_lock_timestamp_ms: _Optional[int] = ...) -> None: ...
+
+class TopicConsumeStatus(_message.Message):
+    __slots__ = ("topic", "pull_rt", "pull_tps", "consume_rt", "consume_ok_tps", "consume_failed_tps", "consume_failed_msgs")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PULL_RT_FIELD_NUMBER: _ClassVar[int]
+    PULL_TPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_RT_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_OK_TPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_FAILED_TPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_FAILED_MSGS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    pull_rt: float
+    pull_tps: float
+    consume_rt: float
+    consume_ok_tps: float
+    consume_failed_tps: float
+    consume_failed_msgs: int
+    def __init__(self, topic: _Optional[str] = ..., pull_rt: _Optional[float] = ..., pull_tps: _Optional[float] = ..., consume_rt: _Optional[float] = ..., consume_ok_tps: _Optional[float] = ..., consume_failed_tps: _Optional[float] = ..., consume_failed_msgs: _Optional[int] = ...) -> None: ...

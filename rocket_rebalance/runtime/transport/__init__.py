@@ -47,6 +47,7 @@ __all__ = [
     "RunningInfo",
     "StreamEnded",
     "SubscriptionRefusedError",
+    "TopicConsumeStatus",
     "Transport",
     "TransportError",
     "reported_expression",
@@ -177,16 +178,38 @@ a server that ended it without an error)."""
 
 @dataclass(frozen=True)
 class QueueRunInfo:
-    """One row of a consumer's process-queue table, as ``mqadmin consumerStatus`` shows it."""
+    """One row of a consumer's process-queue table, as ``mqadmin consumerStatus`` shows it (Java's
+    ``ProcessQueueInfo``, its units: counts, MiB rounded down, epoch milliseconds). The cached messages are those
+    pulled and not yet consumed, handed to the listener or not; the ``transaction_*`` fields are Java's
+    ``consumingMsgOrderlyTreeMap``: the batch an orderly consumer has handed out and not finished."""
 
     commit_offset: int
     cached_count: int = 0
     cached_min_offset: int = 0
     cached_max_offset: int = 0
+    cached_size_mib: int = 0
+    transaction_min_offset: int = 0
+    transaction_max_offset: int = 0
+    transaction_count: int = 0
     locked: bool = False
+    try_unlock_times: int = 0
+    last_lock_ms: int = 0
     dropped: bool = False
     last_pull_ms: int = 0
     last_consume_ms: int = 0
+
+
+@dataclass(frozen=True)
+class TopicConsumeStatus:
+    """One subscribed topic's consume statistics (Java's ``ConsumeStatus``): RTs in milliseconds and rates per
+    second over the last minute, failed messages over the last hour (see :mod:`rocket_rebalance.runtime.stats`)."""
+
+    pull_rt: float = 0.0
+    pull_tps: float = 0.0
+    consume_rt: float = 0.0
+    consume_ok_tps: float = 0.0
+    consume_failed_tps: float = 0.0
+    consume_failed_msgs: int = 0
 
 
 @dataclass(frozen=True)
@@ -200,8 +223,6 @@ class RunningInfo:
     start_timestamp_ms: int
     topics: tuple[str, ...]
     queues: Mapping[MessageQueue, QueueRunInfo]
-    consumed_ok: int = 0
-    consumed_failed: int = 0
     strategy: str = ""
     """The strategy's class, dotted, as the start of Java's ``allocateMessageQueueStrategy`` property reads
     (``org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely@1b6d3586``): the class names of
@@ -209,18 +230,26 @@ class RunningInfo:
     expressions: Mapping[str, SubscriptionExpression] = field(default_factory=dict)
     """Each topic's own expression (a topic not in it: ``*``), reported in ``subscriptionSet`` as Java reports its
     own: an audit compares the members of a group by it."""
+    status: Mapping[str, TopicConsumeStatus] = field(default_factory=dict)
+    """Each subscribed topic's consume statistics (``statusTable``)."""
+    settings: Mapping[str, str] = field(default_factory=dict)
+    """The consumer's settings under the names of Java's ``DefaultMQPushConsumer`` fields (``consumeThreadMin``,
+    ``pullBatchSize`` ...), which Java copies into the properties (``MixAll.object2Properties``)."""
+    consume_threads: int = -1
+    """The listener's thread count (``PROP_THREADPOOL_CORE_SIZE``); -1 where there is no listener pool."""
 
 
 def running_info_properties(info: RunningInfo, nameserver_address: str) -> dict[str, str]:
     """The properties of a consumer's running info, with the keys Java's ``ConsumerRunningInfo`` has, built here
     once so that both wires send the same ones and a collector reads Java and Python consumers alike."""
     return {
+        **info.settings,
         "PROP_CONSUME_TYPE": info.consume_type,
         "PROP_CONSUMEORDERLY": str(info.consume_orderly).lower(),
         "PROP_CLIENT_VERSION": CLIENT_VERSION,
         "PROP_CONSUMER_START_TIMESTAMP": str(info.start_timestamp_ms),
         "PROP_NAMESERVER_ADDR": nameserver_address,
-        "PROP_THREADPOOL_CORE_SIZE": "-1",
+        "PROP_THREADPOOL_CORE_SIZE": str(info.consume_threads),
         "PROP_CLIENT_LANGUAGE": "PYTHON",
         "messageModel": info.message_model,
         "consumeFromWhere": info.consume_from_where,
@@ -268,6 +297,8 @@ class ConsumerReport:
     subscriptions: Mapping[str, SubscriptionExpression] | None = None
     """Each topic the consumer subscribes, with its own expression (running info's ``subscriptionSet``); None when
     the wire's answer does not carry them (the stub's: its connection list has each member's instead)."""
+    status: Mapping[str, TopicConsumeStatus] = field(default_factory=dict)
+    """Each subscribed topic's consume statistics, as the consumer computed them (running info's ``statusTable``)."""
 
 
 @dataclass(frozen=True)

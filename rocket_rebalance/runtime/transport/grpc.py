@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import logging
 import threading
 import time
@@ -53,6 +54,7 @@ from rocket_rebalance.runtime.transport import (
     QueueRunInfo,
     StreamEnded,
     SubscriptionRefusedError,
+    TopicConsumeStatus,
     TransportError,
     reported_expression,
     running_info_properties,
@@ -114,6 +116,27 @@ def _wire_row(mq: MessageQueue, row: QueueRunInfo) -> common_pb2.QueueRunningInf
         dropped=row.dropped,
         last_pull_timestamp_ms=row.last_pull_ms,
         last_consume_timestamp_ms=row.last_consume_ms,
+        cached_size_mib=row.cached_size_mib,
+        transaction_min_offset=row.transaction_min_offset,
+        transaction_max_offset=row.transaction_max_offset,
+        transaction_count=row.transaction_count,
+        try_unlock_times=row.try_unlock_times,
+        last_lock_timestamp_ms=row.last_lock_ms,
+    )
+
+
+def _wire_status(topic: str, status: TopicConsumeStatus) -> common_pb2.TopicConsumeStatus:
+    return common_pb2.TopicConsumeStatus(topic=topic, **dataclasses.asdict(status))
+
+
+def _status(wire: common_pb2.TopicConsumeStatus) -> TopicConsumeStatus:
+    return TopicConsumeStatus(
+        wire.pull_rt,
+        wire.pull_tps,
+        wire.consume_rt,
+        wire.consume_ok_tps,
+        wire.consume_failed_tps,
+        wire.consume_failed_msgs,
     )
 
 
@@ -517,6 +540,7 @@ class GrpcTransport:
             consumer_group=consumer_group,
             queues=[_wire_row(mq, row) for mq, row in info.queues.items()],
             properties=running_info_properties(info, GRPC_SCHEME + self.address),
+            status=[_wire_status(topic, status) for topic, status in info.status.items()],
         )
         try:
             self._call("ReportRunningInfo", self._broker.ReportRunningInfo, request)
@@ -583,7 +607,8 @@ class GrpcTransport:
             "ConsumerRunningInfo", self._admin.ConsumerRunningInfo, request, self._timeout + _REPORT_GRACE
         )
         held = frozenset(_queue(row.queue) for row in answer.queues if not row.dropped)
-        return ConsumerReport(client_id, held, dict(answer.properties))
+        status = {row.topic: _status(row) for row in answer.status}
+        return ConsumerReport(client_id, held, dict(answer.properties), status=status)
 
     def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
         """Returns at once: the stream is opened on the stream loop, and a broker that cannot be reached is

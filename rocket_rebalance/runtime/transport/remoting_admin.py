@@ -16,6 +16,7 @@ from rocket_rebalance.runtime.transport import (
     ConnectionRow,
     ConsumerReport,
     ProgressRow,
+    TopicConsumeStatus,
     TransportError,
     reported_expression,
 )
@@ -116,7 +117,18 @@ class RemotingAdminReads(RemotingPool):
                     )
                     for sub in info.subscriptions
                 }
-                return ConsumerReport(client_id, info.queues, info.properties, subscriptions)
+                status = {
+                    topic: TopicConsumeStatus(
+                        row.pullRT,
+                        row.pullTPS,
+                        row.consumeRT,
+                        row.consumeOKTPS,
+                        row.consumeFailedTPS,
+                        row.consumeFailedMsgs,
+                    )
+                    for topic, row in info.status_table.items()
+                }
+                return ConsumerReport(client_id, info.queues, info.properties, subscriptions, status)
             if answer.code == ResponseCode.CONSUME_MSG_TIMEOUT:
                 raise TransportError(str(wire_error(name, address, answer)), "DEADLINE_EXCEEDED")
             if answer.code == ResponseCode.CONSUMER_NOT_ONLINE or (

@@ -172,7 +172,13 @@ class RemotingInbound(RemotingPool):
                 cachedMsgMinOffset=row.cached_min_offset,
                 cachedMsgMaxOffset=row.cached_max_offset,
                 cachedMsgCount=row.cached_count,
+                cachedMsgSizeInMiB=row.cached_size_mib,
+                transactionMsgMinOffset=row.transaction_min_offset,
+                transactionMsgMaxOffset=row.transaction_max_offset,
+                transactionMsgCount=row.transaction_count,
                 locked=row.locked,
+                tryUnlockTimes=row.try_unlock_times,
+                lastLockTimestamp=row.last_lock_ms,
                 droped=row.dropped,
                 lastPullTimestamp=row.last_pull_ms,
                 lastConsumeTimestamp=row.last_consume_ms,
@@ -180,7 +186,14 @@ class RemotingInbound(RemotingPool):
             for mq, row in info.queues.items()
         }
         status = {
-            topic: bodies.ConsumeStatus(consumeOKTPS=0.0, consumeFailedMsgs=info.consumed_failed)
-            for topic in info.topics
+            topic: bodies.ConsumeStatus(
+                pullRT=figures.pull_rt,
+                pullTPS=figures.pull_tps,
+                consumeRT=figures.consume_rt,
+                consumeOKTPS=figures.consume_ok_tps,
+                consumeFailedTPS=figures.consume_failed_tps,
+                consumeFailedMsgs=figures.consume_failed_msgs,
+            )
+            for topic, figures in info.status.items()
         }
         return bodies.encode_running_info(properties, subscriptions, table, status)

@@ -1,0 +1,83 @@
+"""``describe()["rebalances"]``: the last rounds as an operator reads them, on a real consumer against a real
+in-process stub: a round whose locks the broker refuses, and rounds whose member list cannot be read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rocket_rebalance.lab.wait import wait_until
+from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.history import member_digest
+from rocket_rebalance.runtime.transport import GRPC_SCHEME
+from tests.stub.conftest import StartStub
+from tests.stub.harness import connect_clients, lock
+
+GROUP = "GID_history"
+
+
+def _rounds(consumer: PushConsumer) -> list[dict[str, Any]]:
+    described = consumer.describe()
+    json.dumps(described)  # what the SIGUSR1 dump writes: it must serialise as it is
+    rounds = described["rebalances"]
+    assert isinstance(rounds, list)
+    return rounds
+
+
+def test_a_round_whose_locks_are_refused_shows_the_refusal_and_waits_unapplied(start_stub: StartStub) -> None:
+    server = start_stub()
+    with connect_clients(server.address) as clients:
+        assert lock(clients, "broker-a", GROUP, "127.0.0.1@holder", 0) == [0]  # a holder we never saw listed
+    consumer = PushConsumer(
+        GRPC_SCHEME + server.address, GROUP, topics=["TopicTest"], listener=lambda batch: None, client_id="me"
+    )
+    consumer.start()
+    try:
+        wait_until(lambda: len(consumer.owned_queues().get("TopicTest", ())) == 8, 15, "all 8 queues allocated")
+
+        def refused() -> bool:
+            return any("lock refused at broker-a" in r["problems"] for r in _rounds(consumer))
+
+        wait_until(refused, 15, "a round shows the refused lock")
+        first = _rounds(consumer)[0]
+        assert first["trigger"] == "start" and first["round"] == 1
+        assert len(first["gained"]) == 8 and first["lost"] == []
+        assert first["members"]["TopicTest"] == {"count": 1, "digest": member_digest(["me"])}
+        assert first["failed"] and first["steps_ms"]["table applied"] is None
+        assert first["steps_ms"]["member lists"] is not None and first["steps_ms"]["queues started"] is not None
+        last = _rounds(consumer)[-1]
+        assert last["steps_ms"]["table applied"] is None and last["waiting"] == 1  # queue 0 of broker-a
+        wait_until(
+            lambda: any(r["retry_reason"] == "lock refused at broker-a" for r in _rounds(consumer)), 15, "a retry round"
+        )
+    finally:
+        consumer.shutdown()
+
+
+def test_rounds_whose_member_list_cannot_be_read_show_it(start_stub: StartStub) -> None:
+    server = start_stub()
+    consumer = PushConsumer(
+        GRPC_SCHEME + server.address,
+        GROUP,
+        topics=["TopicTest"],
+        listener=lambda batch: None,
+        client_id="me",
+        rebalance_interval=0.5,
+    )
+    consumer.start()
+    try:
+        wait_until(lambda: len(consumer.owned_queues().get("TopicTest", ())) == 8, 15, "all 8 queues allocated")
+        applied = _rounds(consumer)[-1]
+        assert not applied["failed"] and applied["steps_ms"]["table applied"] is not None
+        server.stop(grace=0.1)  # the broker is gone: its member list cannot be read
+
+        def unread() -> list[dict[str, Any]]:
+            return [r for r in _rounds(consumer) if r["members"].get("TopicTest", 0) is None]
+
+        wait_until(lambda: bool(unread()), 15, "a round whose member list was not read")
+        failed = unread()[0]
+        assert failed["failed"] and "member list of TopicTest not read" in failed["problems"]
+        assert failed["gained"] == failed["lost"] == []  # the queues are kept meanwhile (R3)
+        assert len(consumer.owned_queues()["TopicTest"]) == 8
+    finally:
+        consumer.shutdown(timeout=2)
