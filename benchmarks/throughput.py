@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -47,6 +48,8 @@ from rocket_rebalance.model import MessageQueue
 TOPIC = "ThroughputTopic"
 QUEUES = 8
 BODY = 128
+SOAK_WORK_MS = 20
+SOAK_SAMPLE = 10
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,10 @@ def _ours(*args: str) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "consumer", *args]
 
 
-def _peak_rss_mib(pid: int) -> float:
+def _rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (``VmRSS``) or at its peak (``VmHWM``), from /proc."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -107,7 +111,7 @@ def _drain(command: list[str], count: int, log: Path) -> tuple[Run, int]:
             if kind in ("STARTING", "FIRST", "DONE"):
                 marks[kind] = json.loads(payload)
                 if kind == "DONE":
-                    rss = _peak_rss_mib(process.pid)
+                    rss = _rss_mib(process.pid, "VmHWM")
             elif kind == "STOPPED":
                 counted = int(json.loads(payload)["count"])
         watchdog.cancel()
@@ -137,30 +141,79 @@ def _check_offsets(cluster: RocketMQCluster, group: str) -> None:
         raise SystemExit(f"group {group}: committed offsets differ from the max offsets: {behind}")
 
 
+def _soak(args: argparse.Namespace) -> int:
+    """Memory with every queue full: Java's consumer and ours side by side, each in its own group on one deep
+    backlog, with a listener that sleeps ``SOAK_WORK_MS`` per message so pulls run ahead until flow control stops
+    them; each process's resident memory every ``SOAK_SAMPLE`` seconds for ``--soak`` seconds."""
+    work = Path(tempfile.mkdtemp(prefix="rr-soak-"))
+    backlog = args.soak * 1000 + 100_000  # more than either drains: 20 threads x 1 message per 20 ms each
+    with RocketMQCluster(work / "cluster") as cluster:
+        assert cluster.lib is not None
+        cluster.create_topic(TOPIC, QUEUES)
+        _produce(cluster, backlog)
+        common = ["--namesrv", cluster.namesrv_address, "--topic", TOPIC, "--expect", str(10**12)]
+        common += ["--work-ms", str(SOAK_WORK_MS)]
+        kinds = {
+            "java": _java(cluster.lib, "consume", *common, "--group", "rr-soak-java"),
+            "py": _ours(*common, "--group", "rr-soak-py"),
+        }
+        logs = {kind: (work / f"soak-{kind}.log").open("wb") for kind in kinds}
+        processes = {
+            kind: subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=logs[kind])
+            for kind, command in kinds.items()
+        }
+        samples: list[tuple[float, dict[str, float]]] = []
+        began = time.monotonic()
+        try:
+            while time.monotonic() - began < args.soak:
+                time.sleep(SOAK_SAMPLE)
+                if any(process.poll() is not None for process in processes.values()):
+                    raise SystemExit(f"a consumer ended early; see {work}")
+                rss = {kind: _rss_mib(process.pid) for kind, process in processes.items()}
+                samples.append((time.monotonic() - began, rss))
+                print(
+                    f"  {samples[-1][0]:6.0f} s  " + "  ".join(f"{k} {v:6.1f} MiB" for k, v in rss.items()), flush=True
+                )
+        finally:
+            for process in processes.values():
+                process.kill()
+                process.wait()
+            for log in logs.values():
+                log.close()
+    print(
+        f"\n{date.today()} {platform.machine()} {os.cpu_count()} cores; {QUEUES} full queues for {args.soak} s, "
+        f"listener {SOAK_WORK_MS} ms per message, {SOAK_SAMPLE} s samples"
+    )
+    print("| kind | RSS after 1 min MiB | RSS at the end MiB | max MiB | growth after 1 min |")
+    print("|---|---|---|---|---|")
+    settled = next((rss for at, rss in samples if at >= 60), samples[0][1])
+    for kind in kinds:
+        values = [rss[kind] for _, rss in samples]
+        print(
+            f"| {kind} | {settled[kind]:.1f} | {values[-1]:.1f} | {max(values):.1f} | "
+            f"{values[-1] - settled[kind]:+.1f} |"
+        )
+    return 0
+
+
+def _produce(cluster: RocketMQCluster, count: int) -> None:
+    assert cluster.lib is not None
+    produced = subprocess.run(
+        _java(cluster.lib, "produce", "--namesrv", cluster.namesrv_address, "--topic", TOPIC, "--count", str(count)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    print(next(line for line in produced.splitlines() if line.startswith("PRODUCED")), flush=True)
+
+
 def _bench(args: argparse.Namespace) -> int:
     work = Path(tempfile.mkdtemp(prefix="rr-throughput-"))
     tally = Tally()
     with RocketMQCluster(work / "cluster") as cluster:
         assert cluster.lib is not None
         cluster.create_topic(TOPIC, QUEUES)
-        produced = subprocess.run(
-            _java(
-                cluster.lib,
-                "produce",
-                "--namesrv",
-                cluster.namesrv_address,
-                "--topic",
-                TOPIC,
-                "--count",
-                str(args.count),
-                "--size",
-                str(BODY),
-            ),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        print(next(line for line in produced.splitlines() if line.startswith("PRODUCED")), flush=True)
+        _produce(cluster, args.count)
         modes = [mode for mode in MODES if mode.name in args.modes]
         for rep in range(args.reps):
             for mode in modes:
@@ -215,11 +268,10 @@ def _print_table(tally: Tally, count: int, modes: list[Mode], kinds: list[str], 
             if not runs:
                 continue
             rate, steady, cpu, rss = _medians(runs, count)
-            ratio = (lambda ours, theirs: f"{ours / theirs:.2f}") if base else (lambda ours, theirs: "-")
+            java_rate, java_steady, java_cpu, _ = base or (math.nan, math.nan, math.nan, math.nan)
             print(
-                f"| {kind} | {mode.name} | {rate:,.0f} | {ratio(rate, base[0]) if base else '-'} | {steady:,.0f} | "
-                f"{ratio(steady, base[1]) if base else '-'} | {cpu:.2f} | {ratio(cpu, base[2]) if base else '-'} | "
-                f"{rss:.0f} |"
+                f"| {kind} | {mode.name} | {rate:,.0f} | {rate / java_rate:.2f} | {steady:,.0f} | "
+                f"{steady / java_steady:.2f} | {cpu:.2f} | {cpu / java_cpu:.2f} | {rss:.0f} |"
             )
 
 
@@ -237,6 +289,7 @@ def _consumer(args: argparse.Namespace) -> int:
     from rocket_rebalance.core import ConsumeFromWhere
     from rocket_rebalance.runtime.consumer import PushConsumer
     from rocket_rebalance.runtime.engine import EngineSettings
+    from rocket_rebalance.runtime.transport import Message
 
     count = [0]
     lock = threading.Lock()
@@ -245,7 +298,9 @@ def _consumer(args: argparse.Namespace) -> int:
     def mark(kind: str) -> None:
         print(f"{kind} {json.dumps({'wall': time.time(), 'cpu': time.process_time()})}", flush=True)
 
-    def listener(batch: list[object]) -> None:
+    def listener(batch: list[Message]) -> None:
+        if args.work_ms:
+            time.sleep(args.work_ms / 1000)
         with lock:
             before = count[0]
             count[0] += len(batch)
@@ -286,14 +341,16 @@ def main() -> int:
     consumer.add_argument("--batch", type=int, default=1)
     consumer.add_argument("--orderly", action="store_true")
     consumer.add_argument("--no-fence", action="store_true")
+    consumer.add_argument("--work-ms", type=int, default=0, help="the listener sleeps this long per call")
     parser.add_argument("--count", type=int, default=200_000)
+    parser.add_argument("--soak", type=int, metavar="SECONDS", help="instead: memory with full queues over a long run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--modes", nargs="+", choices=[m.name for m in MODES], default=[m.name for m in MODES])
     args = parser.parse_args()
     if args.command == "consumer":
         return _consumer(args)
-    return _bench(args)
+    return _soak(args) if args.soak else _bench(args)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,10 @@ Locks and the fence
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
-      it only moves forward. Every ``persist_interval`` (5 s) the commit offset of every queue held is written in
+      it only moves forward. A message is handed out (``MessagesDispatched``) until it is consumed
+      (``MessagesConsumed``) or comes back undelivered (``MessagesReturned``: a runtime that gives a task several
+      batches stops before one once the queue is released or its lock lapses); a release waits for every
+      handed-out message of the queue and no other. Every ``persist_interval`` (5 s) the commit offset of every queue held is written in
       one batch, changed or not, as Java's ``persistAll`` does: a write the broker acknowledged but that was
       lost or overtaken on its way (a timed-out write is answered later), or a stale holder's rewind, is
       repaired at the next interval instead of standing until the queue moves again.

@@ -164,7 +164,7 @@ CHUNK_WORK = 0.002
 """Seconds of listener time one consume task aims to carry: a hand-off (pool, service thread, core events) costs
 tens of microseconds, so a task of a quick listener's messages makes it negligible, while a slow listener's
 batches still go one per task, over all the pool's threads."""
-MAX_CHUNK_MESSAGES = 128  # per consume task (or one batch, if larger)
+MAX_CHUNK_MESSAGES = 32  # per consume task (or one batch, if larger): what a batch that blocks can hold back
 BROKER_CALL_THREADS = 4  # heartbeats (and, at shutdown, unregisters) in flight at once, however many brokers
 
 

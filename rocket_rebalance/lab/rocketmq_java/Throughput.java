@@ -3,9 +3,11 @@
 //       preloads N messages of SIZE bytes, spread evenly over the topic's queues (batches of 256 per send)
 //       and prints "PRODUCED {json}".
 //   java -cp "lib/*" Throughput.java consume --namesrv ADDR --topic T --group G --expect N [--batch 1] [--orderly]
+//        [--work-ms 0]
 //       a DefaultMQPushConsumer from the first offset whose listener only counts; prints "STARTING {json}" just
 //       before start(), "FIRST {json}" at the first message and "DONE {json}" once N were consumed, each with the
 //       wall time and the process's CPU time so far, then shuts down (offsets persisted) and prints "STOPPED {}".
+//       With --work-ms the listener sleeps that long per call (a slow listener: the queues stay full).
 import java.lang.management.ManagementFactory;
 import java.util.*;
 import java.util.concurrent.CountDownLatch;
@@ -61,7 +63,7 @@ public class Throughput {
     }
 
     static void consume(Map<String, String> o) throws Exception {
-        long expect = Long.parseLong(o.get("expect"));
+        long expect = Long.parseLong(o.get("expect")), workMs = Long.parseLong(o.getOrDefault("work-ms", "0"));
         AtomicLong count = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(o.get("group"));
@@ -72,12 +74,12 @@ public class Throughput {
         consumer.subscribe(o.get("topic"), "*");
         if (o.containsKey("orderly")) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
-                tally(count, msgs.size(), expect, done);
+                tally(count, msgs.size(), expect, done, workMs);
                 return ConsumeOrderlyStatus.SUCCESS;
             });
         } else {
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
-                tally(count, msgs.size(), expect, done);
+                tally(count, msgs.size(), expect, done, workMs);
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
         }
@@ -92,7 +94,10 @@ public class Throughput {
         System.exit(0);  // the orderly consumer's shutdown leaves a non-daemon scheduler thread behind
     }
 
-    static void tally(AtomicLong count, int n, long expect, CountDownLatch done) {
+    static void tally(AtomicLong count, int n, long expect, CountDownLatch done, long workMs) {
+        if (workMs > 0) {
+            try { Thread.sleep(workMs); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+        }
         long before = count.getAndAdd(n);
         if (before == 0) emit("FIRST");
         if (before < expect && before + n >= expect) done.countDown();
