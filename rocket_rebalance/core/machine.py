@@ -86,10 +86,10 @@ Offsets
       it only moves forward. A message is handed out (``MessagesDispatched``) until it is consumed
       (``MessagesConsumed``) or comes back undelivered (``MessagesReturned``: a runtime that gives a task several
       batches stops before one once the queue is released or its lock lapses); a release waits for every
-      handed-out message of the queue and no other. Every ``persist_interval`` (5 s) the commit offset of every queue held is written in
-      one batch, changed or not, as Java's ``persistAll`` does: a write the broker acknowledged but that was
-      lost or overtaken on its way (a timed-out write is answered later), or a stale holder's rewind, is
-      repaired at the next interval instead of standing until the queue moves again.
+      handed-out message of the queue and no other. Every ``persist_interval`` (5 s) the commit offset of every
+      queue held is written in one batch, changed or not, as Java's ``persistAll`` does: a write the broker
+      acknowledged but that was lost or overtaken on its way (a timed-out write is answered later), or a stale
+      holder's rewind, is repaired at the next interval instead of standing until the queue moves again.
   O2. OFFSET_ILLEGAL freezes the offset at the broker's suggested next offset (the one place the broker may move
       it backwards, as in Java), persists it, releases the queue and asks for an immediate round.
   O3. At most one offset write per queue is on the way at a time (the next waits for its answer), so writes of

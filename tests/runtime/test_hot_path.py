@@ -114,7 +114,12 @@ def test_a_task_gives_back_the_batches_it_had_not_begun_when_its_queue_moves(sta
         with lock:
             stuck_mq, stuck_offset = seen["a"][-1]
         second.start()
-        wait_for(lambda: stuck_mq in second.owned_queues().get("TopicTest", ()) or stuck_mq not in first.owned_queues().get("TopicTest", ()))
+        wait_for(
+            lambda: (
+                stuck_mq in second.owned_queues().get("TopicTest", ())
+                or stuck_mq not in first.owned_queues().get("TopicTest", ())
+            )
+        )
         release.set()
         wait_for(lambda: first.consumed + second.consumed >= 8 * 400, timeout=30)
     finally:
