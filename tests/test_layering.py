@@ -66,7 +66,7 @@ IMPURE = (
     "urllib",
     "rocket_rebalance._proto",
 )
-CORE_ALLOWED = ("__future__", "collections", "dataclasses", "enum", "math", "typing", "sortedcontainers")
+CORE_ALLOWED = ("__future__", "bisect", "collections", "dataclasses", "enum", "math", "typing")
 
 
 def _modules(folder: Path) -> list[Path]:
