@@ -148,6 +148,10 @@ class RoundRecord:
 _INF = float("inf")
 
 
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
 @dataclass
 class RoundTotals:
     """Counts since the start, for metrics: they grow by one round's worth at a time and never shrink."""
@@ -156,15 +160,15 @@ class RoundTotals:
     """Rounds started, by :class:`Trigger`."""
     failed: dict[str, int] = field(default_factory=dict)
     """Failed rounds, by :class:`Failure` kind (a round that met two kinds counts under each)."""
-    assigned: int = 0
-    """Queues rounds allocated to us (Kafka's "assigned")."""
-    revoked: int = 0
-    """Queues rounds took from us, released with their offsets saved (Kafka's "revoked")."""
-    lost: int = 0
+    assigned: dict[str, int] = field(default_factory=dict)
+    """Queues rounds allocated to us, by topic (Kafka's "assigned")."""
+    revoked: dict[str, int] = field(default_factory=dict)
+    """Queues rounds took from us, released with their offsets saved, by topic (Kafka's "revoked")."""
+    lost: dict[str, int] = field(default_factory=dict)
     """Queues dropped without a handover, their lock lapsed or refused on renewal or their broker's connection
-    lost (core rules L2, L9; Kafka's "lost")."""
-    lock_refusals: int = 0
-    """Queue locks a broker refused (each queue of each refused or failed lock request)."""
+    lost (core rules L2, L9; Kafka's "lost"), by topic."""
+    lock_refusals: dict[str, int] = field(default_factory=dict)
+    """Queue locks a broker refused, by topic (each queue of each refused or unanswered lock request)."""
     applied: int = 0
     """Rounds whose table was applied; their latencies are counted in ``latency_counts`` and ``latency_sum``."""
     latency_counts: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BOUNDS) + 1))
@@ -197,7 +201,7 @@ class RoundHistory:
             number, trigger, now, retry_reason, retry_kind, requested_at if requested_at < now else None
         )
         self.rounds.append(self._watch)
-        self.totals.rounds[trigger] = self.totals.rounds.get(trigger, 0) + 1
+        _count(self.totals.rounds, trigger)
 
     def list_read(self, topic: str, members: tuple[str, ...] | None, now: float) -> None:
         record = self.last
@@ -218,8 +222,10 @@ class RoundHistory:
             gained, lost = set(gained), set(lost)
             record.gained.update(gained)
             record.lost.update(lost)
-            self.totals.assigned += len(gained)
-            self.totals.revoked += len(lost)
+            for mq in gained:
+                _count(self.totals.assigned, mq.topic)
+            for mq in lost:
+                _count(self.totals.revoked, mq.topic)
             if gained or lost:
                 self.totals.last_change = record
 
@@ -231,15 +237,15 @@ class RoundHistory:
 
     def _problem(self, record: RoundRecord, reason: str, kind: str) -> None:
         if record.problem(reason, kind):
-            self.totals.failed[kind] = self.totals.failed.get(kind, 0) + 1
+            _count(self.totals.failed, kind)
         self.totals.last_change = record
 
-    def lock_refused(self) -> None:
-        self.totals.lock_refusals += 1
+    def lock_refused(self, mq: MessageQueue) -> None:
+        _count(self.totals.lock_refusals, mq.topic)
 
     def queue_lost(self, mq: MessageQueue, now: float) -> None:
         """A queue dropped without its handover (its lock gone): a step of the watched round, and lost."""
-        self.totals.lost += 1
+        _count(self.totals.lost, mq.topic)
         self.queue_dropped(mq, now)
 
     def finished(self, waiting: Iterable[MessageQueue], now: float) -> None:

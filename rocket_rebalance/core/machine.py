@@ -734,7 +734,7 @@ class RebalanceCore:
             self._check_dead_holders(broker, now)
 
     def _lock_refused(self, entry: _Entry, now: float) -> None:
-        self.history.lock_refused()
+        self.history.lock_refused(entry.mq)
         entry.holds_lock = False
         if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
             entry.state = QueueState.LOCK_WAIT

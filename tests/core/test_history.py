@@ -114,7 +114,7 @@ def test_the_totals_count_every_round_by_trigger_beyond_the_rounds_kept() -> Non
     totals = d.core.history.totals
     assert totals.rounds == {Trigger.ROUTE: 1, Trigger.TIMER: HISTORY_ROUNDS + 3}  # routes came after the start
     assert totals.applied == HISTORY_ROUNDS + 4 and sum(totals.latency_counts) == totals.applied
-    assert totals.assigned == len(QS) and totals.revoked == totals.lost == 0 and totals.failed == {}
+    assert totals.assigned == {T: len(QS)} and totals.revoked == totals.lost == totals.failed == {}
     assert totals.last_applied_at == 20.0 * (HISTORY_ROUNDS + 3)
     assert totals.last_change is not None and totals.last_change.number == 1  # unchanged rounds change nothing
     assert totals.last_change.cause == "routes changed"
@@ -140,7 +140,7 @@ def test_refused_locks_are_counted_per_queue_and_fail_their_rounds() -> None:
     d = Drive()
     d.start(grant=False)
     totals = d.core.history.totals
-    assert totals.lock_refusals == len(QS) and totals.failed == {Failure.LOCK_REFUSED: 1}
+    assert totals.lock_refusals == {T: len(QS)} and totals.failed == {Failure.LOCK_REFUSED: 1}
     assert totals.applied == 0 and totals.last_applied_at is None  # the table is not applied
 
 
@@ -159,7 +159,7 @@ def test_a_join_counts_the_revoked_queues_and_the_latency_from_the_notification(
     d(OffsetsPersisted(dict(persist.offsets)), at=1.3)
     totals = d.core.history.totals
     revoked = len(QS) - len(expected_share((ME, OTHER)))
-    assert (totals.assigned, totals.revoked, totals.lost) == (len(QS), revoked, 0)
+    assert (totals.assigned, totals.revoked, totals.lost) == ({T: len(QS)}, {T: revoked}, {})
     assert joined.latency == 1.3 - 0.5 and totals.last_applied_at == 1.3 and totals.last_change is joined
     bucket = next(i for i, bound in enumerate(LATENCY_BOUNDS) if joined.latency <= bound)
     assert totals.latency_counts[bucket] >= 1 and abs(totals.latency_sum - joined.latency) < 1e-9
@@ -170,5 +170,5 @@ def test_queues_dropped_without_a_handover_are_lost() -> None:
     d.start()
     d(BrokerConnectionLost("b0", 1), at=3.0)
     totals = d.core.history.totals
-    assert (totals.lost, totals.revoked) == (len(QS), 0)
+    assert (totals.lost, totals.revoked) == ({T: len(QS)}, {})
     assert totals.failed == {Failure.CONNECTION: 1, Failure.LOCK_LOST: 1}
