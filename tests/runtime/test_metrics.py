@@ -156,9 +156,11 @@ def test_a_refused_lock_shows_in_the_failure_and_lock_counters(start_stub: Start
         )
         samples = scrape(registry)
         assert value(samples, "rocket_rebalance_lock_failures_total", topic="TopicTest", **ours) >= 1
-        assert value(samples, "rocket_rebalance_last_rebalance_info", reason="retry: lock refused", **ours) + value(
-            samples, "rocket_rebalance_last_rebalance_info", trigger="start", **ours
-        ) == 1  # the last round that failed: the first, or a retry it asked for
+        assert (
+            value(samples, "rocket_rebalance_last_rebalance_info", reason="retry: lock refused", **ours)
+            + value(samples, "rocket_rebalance_last_rebalance_info", trigger="start", **ours)
+            == 1
+        )  # the last round that failed: the first, or a retry it asked for
         wait_until(
             lambda: value(scrape(registry), "rocket_rebalance_rebalances_total", trigger="retry", **ours) >= 1,
             15,
@@ -166,4 +168,3 @@ def test_a_refused_lock_shows_in_the_failure_and_lock_counters(start_stub: Start
         )
     finally:
         consumer.shutdown()
-
