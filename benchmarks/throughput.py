@@ -16,8 +16,10 @@ correctness: the consumer counts exactly ``--count`` messages (waiting a second 
 and after its shutdown the broker's committed offset of every queue is the queue's max offset.
 
 Kinds: ``java`` (``DefaultMQPushConsumer``, the client's defaults, ``consumeMessageBatchMaxSize`` set to the
-batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover), ``py-nofence`` (the fence off);
-modes: concurrent with listener batches of 1 and 32, orderly with batches of 1.
+batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover), ``py-nofence`` (the fence off),
+``py-metrics`` (``py`` with metrics on, ``PushConsumer(metrics=registry)``, scraped every second as a busy
+Prometheus would: what metrics cost, against ``py`` in the same run); modes: concurrent with listener batches of
+1 and 32, orderly with batches of 1. ``--metrics`` adds ``py-metrics`` to the kinds run.
 
 To see where our consumer's time goes, run one under a sampling profiler (py-spy, installed apart), e.g.
 ``py-spy record --gil --idle -o profile.txt -f raw -- .venv/bin/python benchmarks/throughput.py consumer
@@ -60,7 +62,9 @@ class Mode:
 
 
 MODES = (Mode("concurrent b1", 1), Mode("concurrent b32", 32), Mode("orderly b1", 1, orderly=True))
-KINDS = ("java", "py", "py-nofence")
+KINDS = ("java", "py", "py-nofence", "py-metrics")
+DEFAULT_KINDS = ("java", "py", "py-nofence")
+SCRAPE_INTERVAL = 1.0  # seconds between the scrapes of py-metrics
 
 
 @dataclass
@@ -238,7 +242,11 @@ def _bench(args: argparse.Namespace) -> int:
                     if kind == "java":
                         command = _java(cluster.lib, "consume", *common)
                     else:
-                        command = _ours(*common, *(["--no-fence"] if kind == "py-nofence" else []))
+                        command = _ours(
+                            *common,
+                            *(["--no-fence"] if kind == "py-nofence" else []),
+                            *(["--metrics"] if kind == "py-metrics" else []),
+                        )
                     run, counted = _drain(command, args.count, work / f"{group}.log")
                     if counted != args.count:
                         raise SystemExit(f"{kind} {mode.name}: counted {counted} of {args.count} messages")
@@ -250,7 +258,22 @@ def _bench(args: argparse.Namespace) -> int:
                         flush=True,
                     )
     _print_table(tally, args.count, modes, args.kinds, args.reps)
+    if "py" in args.kinds and "py-metrics" in args.kinds:
+        _print_metrics_cost(tally, args.count, modes)
     return 0
+
+
+def _print_metrics_cost(tally: Tally, count: int, modes: list[Mode]) -> None:
+    """Metrics on against off, same mode, same run: each repetition's py-metrics over its py (they ran back to
+    back), then the median of those ratios."""
+    print("\n| mode | msgs/s metrics on / off | CPU s/10k metrics on / off |")
+    print("|---|---|---|")
+    for mode in modes:
+        on, off = tally.runs.get(("py-metrics", mode.name), []), tally.runs.get(("py", mode.name), [])
+        if on and off:
+            rates = [run_off.seconds / run_on.seconds for run_on, run_off in zip(on, off, strict=False)]
+            cpus = [run_on.cpu / run_off.cpu for run_on, run_off in zip(on, off, strict=False)]
+            print(f"| {mode.name} | {statistics.median(rates):.3f} | {statistics.median(cpus):.3f} |")
 
 
 def _print_table(tally: Tally, count: int, modes: list[Mode], kinds: list[str], reps: int) -> None:
@@ -309,6 +332,18 @@ def _consumer(args: argparse.Namespace) -> int:
         if before < args.expect <= before + len(batch):
             done.set()
 
+    registry = None
+    if args.metrics:
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry()
+        scraped = threading.Event()
+
+        def scrape() -> None:  # what a Prometheus server asking every second costs the consumer
+            while not scraped.wait(SCRAPE_INTERVAL):
+                generate_latest(registry)
+
+        threading.Thread(target=scrape, daemon=True).start()
     consumer = PushConsumer(
         args.namesrv,
         args.group,
@@ -318,11 +353,14 @@ def _consumer(args: argparse.Namespace) -> int:
         consume_orderly=args.orderly,
         fenced_handover=not args.no_fence,
         settings=EngineSettings(consume_message_batch_max_size=args.batch),
+        metrics=registry if registry is not None else False,
     )
     mark("STARTING")
     consumer.start()
     done.wait()
     mark("DONE")
+    if registry is not None:
+        scraped.set()
     time.sleep(1)  # anything consumed twice would show up in the count meanwhile
     consumer.shutdown()
     print(f"STOPPED {json.dumps({'count': count[0]})}", flush=True)
@@ -342,14 +380,18 @@ def main() -> int:
     consumer.add_argument("--orderly", action="store_true")
     consumer.add_argument("--no-fence", action="store_true")
     consumer.add_argument("--work-ms", type=int, default=0, help="the listener sleeps this long per call")
+    consumer.add_argument("--metrics", action="store_true", help="metrics on, scraped every second")
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--soak", type=int, metavar="SECONDS", help="instead: memory with full queues over a long run")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(DEFAULT_KINDS))
+    parser.add_argument("--metrics", action="store_true", help="run py-metrics too: py with metrics on")
     parser.add_argument("--modes", nargs="+", choices=[m.name for m in MODES], default=[m.name for m in MODES])
     args = parser.parse_args()
     if args.command == "consumer":
         return _consumer(args)
+    if args.metrics and "py-metrics" not in args.kinds:
+        args.kinds.append("py-metrics")
     return _soak(args) if args.soak else _bench(args)
 
 

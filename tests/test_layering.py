@@ -232,8 +232,8 @@ def test_only_the_pipeline_imports_spark_and_it_uses_only_the_pure_layers() -> N
 def test_embedding_loads_no_wire_until_one_is_chosen() -> None:
     code = (
         "import sys, rocket_rebalance.runtime.consumer, rocket_rebalance.runtime.engine;"
-        "print(sorted(m for m in ('grpc', 'pyspark', 'rocket_rebalance.remoting', 'rocket_rebalance._proto') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('grpc', 'pyspark', 'rocket_rebalance.remoting', 'rocket_rebalance._proto', "
+        "'prometheus_client', 'rocket_rebalance.runtime.prometheus') if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

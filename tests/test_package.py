@@ -1,4 +1,5 @@
-"""Embedding costs nothing extra: the top-level import stays free of grpc, pyspark and hypothesis."""
+"""Embedding costs nothing extra: the top-level import stays free of grpc, pyspark, hypothesis and the metrics
+library, and so does a consumer without metrics."""
 
 from __future__ import annotations
 
@@ -10,13 +11,25 @@ import sys
 from rocket_rebalance.tradeoffs import default_strategies
 
 
-def test_import_does_not_load_grpc_pyspark_or_hypothesis() -> None:
+def test_import_does_not_load_grpc_pyspark_hypothesis_or_prometheus_client() -> None:
     code = (
         "import sys, rocket_rebalance, rocket_rebalance.strategies, rocket_rebalance.plan, rocket_rebalance.cli;"
-        "print(sorted(m for m in ('grpc', 'pyspark', 'hypothesis', 'pandas') if m in sys.modules))"
+        "print(sorted(m for m in ('grpc', 'pyspark', 'hypothesis', 'pandas', 'prometheus_client') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_consumer_without_metrics_never_loads_prometheus_client() -> None:
+    code = (
+        "import sys\n"
+        "from rocket_rebalance.runtime.consumer import PushConsumer\n"
+        "consumer = PushConsumer('127.0.0.1:9876', 'G', topics=['T'], listener=lambda batch: None)\n"
+        "print('prometheus_client' in sys.modules)\n"
+        "consumer.transport.close(1)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_console_entry_runs_the_demo() -> None:

@@ -12,9 +12,9 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rocket_rebalance.commands import CommandError
 from rocket_rebalance.commands.options import (
@@ -24,11 +24,15 @@ from rocket_rebalance.commands.options import (
     build_strategy,
     duration,
     group_name,
+    port,
     tls_settings,
     topic_name,
 )
 from rocket_rebalance.model import MessageQueue, printable, sort_queues
 from rocket_rebalance.route import PERM_WRITE
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 __all__ = ["register"]
 
@@ -112,11 +116,35 @@ class _Recorder:
             self._file.close()
 
 
+def _metrics_server(args: argparse.Namespace) -> tuple[CollectorRegistry | bool, Callable[[], None]]:
+    """``--metrics-port``: a registry of its own, served on ``/metrics`` before the consumer registers anywhere
+    (a port that cannot be bound ends the command at once); returns it and what stops the server."""
+    if args.metrics_port is None:
+        if args.metrics_address is not None:
+            raise CommandError("--metrics-address needs --metrics-port")
+        return False, lambda: None
+    try:
+        from prometheus_client import CollectorRegistry
+
+        from rocket_rebalance.runtime.prometheus import serve
+    except ImportError:
+        raise CommandError("--metrics-port needs prometheus_client: pip install 'rocket-rebalance[metrics]'") from None
+    registry = CollectorRegistry()
+    address = args.metrics_address or "127.0.0.1"
+    try:
+        stop, bound = serve(args.metrics_port, address, registry)
+    except OSError as error:
+        raise CommandError(f"--metrics-port: cannot listen on {address}:{args.metrics_port}: {error}") from None
+    _emit("metrics", url=f"http://{address}:{bound}/metrics")
+    return registry, stop
+
+
 def _run_consume(args: argparse.Namespace) -> int:
     from rocket_rebalance.model import ConsumeFromWhere, MessageModel
     from rocket_rebalance.runtime.consumer import PushConsumer, default_client_id
     from rocket_rebalance.runtime.transport import Message
 
+    metrics, stop_metrics = _metrics_server(args)
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLogFormatter() if args.log_format == "json" else logging.Formatter(TEXT_LOG_FORMAT))
     logging.basicConfig(level=args.log_level, handlers=[handler])
@@ -174,6 +202,7 @@ def _run_consume(args: argparse.Namespace) -> int:
         tls_verify=tls is None or tls.verify,
         offset_file=args.offsets,
         reset_offsets=args.reset_offsets,
+        metrics=metrics,
         **intervals,
     )
     stop = threading.Event()
@@ -197,6 +226,7 @@ def _run_consume(args: argparse.Namespace) -> int:
     while not stop.wait(args.report_interval):
         _emit("consumed", client=client_id, total=consumer.consumed)
     clean = consumer.shutdown()
+    stop_metrics()
     recorder.close()
     _emit("stopped", client=client_id, clean=clean, total=consumer.consumed)
     return 0
@@ -421,6 +451,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     consume.add_argument(
         "--log-format", default="text", choices=("text", "json"), help="json: one JSON object per log line (stderr)"
+    )
+    consume.add_argument(
+        "--metrics-port",
+        type=port,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics (0: a free port, printed as an event)",
+    )
+    consume.add_argument(
+        "--metrics-address", metavar="ADDRESS", help="listen for --metrics-port on ADDRESS instead of 127.0.0.1"
     )
     consume.set_defaults(handler=_run_consume)
 

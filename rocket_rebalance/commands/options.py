@@ -59,6 +59,17 @@ def duration(zero: bool = False, unit: str = "seconds") -> Callable[[str], float
     return parse
 
 
+def port(text: str) -> int:
+    """An argparse ``type`` for a TCP port to listen on: 0 (a free one, said once bound) to 65535."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535, got {text!r}")
+    return number
+
+
 def _name(check: Callable[[str], str], kind: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         try:

@@ -105,7 +105,10 @@ History
   H1. ``history`` keeps the last rounds (``core.history``): each round's trigger (the earliest request names it:
       start, notify, timer, route change, subscription change, retry with the reason R3 gave), the member lists
       read, the queues gained and lost, every reason the table was kept from the allocation (R3, L2, L7, L9),
-      and when its lists came, its queues were started and dropped, and its table was applied.
+      and when its lists came, its queues were started and dropped, and its table was applied. Its totals count
+      since the start: rounds by trigger, failed rounds by the kind of failure, queues assigned, revoked (released
+      with their offsets) and lost (dropped without: L2, L9), refused locks, applied rounds' latencies (from the
+      request, or the time a round was due, to the applied table), and the latest round that changed something.
 """
 
 from __future__ import annotations
@@ -163,7 +166,7 @@ from rocket_rebalance.core.events import (
     SubscriptionChanged,
     Tick,
 )
-from rocket_rebalance.core.history import RoundHistory, Trigger
+from rocket_rebalance.core.history import Failure, RoundHistory, Trigger
 from rocket_rebalance.core.process_queue import ProcessQueue
 from rocket_rebalance.model import (
     RETRY_GROUP_TOPIC_PREFIX,
@@ -257,7 +260,8 @@ class RebalanceCore:
         self._round_requested_at = _NEVER
         self._last_round_at = -_NEVER
         self._rounds = 0
-        self._round_trigger = (Trigger.TIMER, "")  # why the round requested next runs, and a retry's reason
+        # why the round requested next runs, and a retry's reason and its Failure kind
+        self._round_trigger = (Trigger.TIMER, "", "")
         self.history = RoundHistory()  # the last rounds, for describe() (rocket_rebalance.core.history)
         self._next_route_at = _NEVER
         self._next_heartbeat_at = _NEVER
@@ -451,16 +455,17 @@ class RebalanceCore:
 
     # ------------------------------------------------------------------ rounds (R1-R5)
 
-    def _request_round(self, at: float, trigger: str, reason: str = "") -> None:
-        """Ask for a round at ``at``; the earliest request names the round's trigger."""
+    def _request_round(self, at: float, trigger: str, reason: str = "", kind: str = "") -> None:
+        """Ask for a round at ``at``; the earliest request names the round's trigger (a retry's reason and kind)."""
         if not self._shutting_down and at < self._round_requested_at:
             self._round_requested_at = at
-            self._round_trigger = (trigger, reason)
+            self._round_trigger = (trigger, reason, kind)
 
-    def _mark_unbalanced(self, now: float, reason: str) -> None:
-        """R3: the table is not what the allocation says; ``reason`` goes to the history and the retry round."""
-        self.history.problem(reason)
-        self._request_round(now + self.config.unbalanced_retry_interval, Trigger.RETRY, reason)
+    def _mark_unbalanced(self, now: float, kind: str, reason: str) -> None:
+        """R3: the table is not what the allocation says; ``reason`` (of a :class:`Failure` kind) goes to the
+        history and the retry round."""
+        self.history.problem(reason, kind)
+        self._request_round(now + self.config.unbalanced_retry_interval, Trigger.RETRY, reason, kind)
 
     def _maybe_start_round(self, now: float) -> None:
         if not self._started or self._shutting_down or self._round_pending:
@@ -469,7 +474,7 @@ class RebalanceCore:
             return
         if now < max(self._round_requested_at, self._last_round_at + self.config.rebalance_min_interval):
             return
-        self._round_requested_at = _NEVER
+        requested_at, self._round_requested_at = self._round_requested_at, _NEVER
         routed = [topic for topic in self.topics if topic in self._routes]
         if not routed:
             # R1: nothing to balance yet. Not counted as a round, so the first RouteUpdated balances at once.
@@ -477,7 +482,8 @@ class RebalanceCore:
             return
         self._last_round_at = now
         self._rounds += 1
-        self.history.started(self._rounds, *self._round_trigger, now)
+        trigger, reason, kind = self._round_trigger
+        self.history.started(self._rounds, trigger, reason, now, kind, requested_at)
         for topic in routed:
             if self.config.message_model is MessageModel.BROADCASTING:
                 self._apply_allocation(topic, self._routes[topic], now)
@@ -508,7 +514,7 @@ class RebalanceCore:
             self._note_members(event.client_ids, now)
         if event.client_ids is None:
             self._round_failed = True
-            self._mark_unbalanced(now, f"member list of {event.topic} not read")
+            self._mark_unbalanced(now, Failure.MEMBER_LIST, f"member list of {event.topic} not read")
         elif event.topic in self._routes and event.topic in self.topics:
             if spans_topics(self.config.strategy):
                 self._round_lists[event.topic] = event.client_ids
@@ -529,7 +535,8 @@ class RebalanceCore:
             prepared = prepare_rebalance_input(self._routes[topic], client_ids, warn=False)
             share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
         except AllocationError as error:
-            self._mark_unbalanced(now, f"allocation of {topic}: {error}")  # R3: keep this topic's previous queues
+            # R3: keep this topic's previous queues
+            self._mark_unbalanced(now, Failure.ALLOCATION, f"allocation of {topic}: {error}")
             return
         self._apply_allocation(topic, frozenset(share or ()), now)
 
@@ -549,7 +556,7 @@ class RebalanceCore:
             share = cfg.strategy.allocate(cfg.consumer_group, cfg.client_id, prepared.mq_all, prepared.cid_all)
         except AllocationError as error:
             # R3: every topic keeps its previous queues
-            self._mark_unbalanced(now, f"allocation across topics: {error}")
+            self._mark_unbalanced(now, Failure.ALLOCATION, f"allocation across topics: {error}")
             return
         for topic in lists:
             self._apply_allocation(topic, frozenset(mq for mq in share or () if mq.topic == topic), now)
@@ -579,7 +586,8 @@ class RebalanceCore:
                 and now - entry.pq.last_pull > self.config.pull_expiry
             ):
                 self._release(entry, now)
-                self._mark_unbalanced(now, f"{entry.mq} not pulled for {self.config.pull_expiry:g} s")
+                expired = f"{entry.mq} not pulled for {self.config.pull_expiry:g} s"
+                self._mark_unbalanced(now, Failure.NOT_PULLED, expired)
         for mq in sort_queues(allocated):
             current = self._entries.get(mq)
             if current is None:
@@ -587,7 +595,7 @@ class RebalanceCore:
             elif current.state is QueueState.LOOKUP_WAIT:
                 self._begin_acquisition_step(current, now)
             elif current.state in _RELEASING:
-                self._mark_unbalanced(now, f"{mq} wanted back while still being released")
+                self._mark_unbalanced(now, Failure.RELEASING, f"{mq} wanted back while still being released")
         if allocated != previous:
             self.history.allocated(allocated - previous, previous - allocated)
             mq_all = tuple(sort_queues(self._routes.get(topic, ())))
@@ -634,7 +642,7 @@ class RebalanceCore:
     def _lookup_failed(self, entry: _Entry, now: float) -> None:
         entry.state = QueueState.LOOKUP_WAIT
         entry.deadline = _NEVER
-        self._mark_unbalanced(now, f"offset of {entry.mq} not read")
+        self._mark_unbalanced(now, Failure.OFFSET, f"offset of {entry.mq} not read")
 
     def _lookup_entry(self, mq: MessageQueue, request_id: int, state: QueueState) -> _Entry | None:
         entry = self._entries.get(mq)
@@ -729,13 +737,14 @@ class RebalanceCore:
             self._check_dead_holders(broker, now)
 
     def _lock_refused(self, entry: _Entry, now: float) -> None:
+        self.history.lock_refused(entry.mq)
         entry.holds_lock = False
         if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
             entry.state = QueueState.LOCK_WAIT
             entry.deadline = now + self.config.lock_retry_interval
             if entry.refused_since is None:
                 entry.refused_since = now
-            self._mark_unbalanced(now, f"lock refused at {entry.mq.broker_name}")
+            self._mark_unbalanced(now, Failure.LOCK_REFUSED, f"lock refused at {entry.mq.broker_name}")
         elif entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
             self._lose(entry, now)
         # READING / QUERYING / LOOKUP_WAIT: _activate re-locks; PERSISTING: the write was sent while valid (L5).
@@ -745,9 +754,9 @@ class RebalanceCore:
         if entry.state is QueueState.ACTIVE:
             self._emit(StopQueue(entry.mq))
         self._emit(DropQueue(entry.mq))
-        self.history.queue_dropped(entry.mq, now)
+        self.history.queue_lost(entry.mq, now)
         del self._entries[entry.mq]
-        self._mark_unbalanced(now, f"lock of {entry.mq} lost")
+        self._mark_unbalanced(now, Failure.LOCK_LOST, f"lock of {entry.mq} lost")
 
     def _send_unlock(self, mq: MessageQueue, now: float) -> None:
         self._out_unlock.setdefault(mq.broker_name, set()).add(mq)
@@ -840,7 +849,7 @@ class RebalanceCore:
                 self._lose(entry, now)
             else:
                 del self._entries[entry.mq]  # an acquisition: the next round starts it again, behind the gate
-        self._mark_unbalanced(now, f"connection to {broker} lost")
+        self._mark_unbalanced(now, Failure.CONNECTION, f"connection to {broker} lost")
 
     def _on_registered(self, event: BrokerRegistered, now: float) -> None:
         broker = event.broker_name
@@ -933,7 +942,7 @@ class RebalanceCore:
             self._send_unlock(entry.mq, now)
         if entry.mq in self._allocated.get(entry.mq.topic, frozenset()):
             # wanted again (or OFFSET_ILLEGAL, O2): take it back at once
-            self._request_round(now, Trigger.RETRY, f"{entry.mq} released and wanted again")
+            self._request_round(now, Trigger.RETRY, f"{entry.mq} released and wanted again", Failure.WANTED_BACK)
 
     def _on_persisted(self, event: OffsetsPersisted, now: float) -> None:
         for mq, offset in event.offsets.items():
@@ -1062,7 +1071,7 @@ class RebalanceCore:
         cfg = self.config
         if self._round_pending and now >= self._round_deadline:
             self._round_pending.clear()  # consumer lists never came: M1
-            self._mark_unbalanced(now, "member lists not answered in time")
+            self._mark_unbalanced(now, Failure.MEMBER_LIST, "member lists not answered in time")
             self._finish_round(now)
         if not self._shutting_down:
             if now >= self._next_route_at:

@@ -7,13 +7,14 @@ the pull-style use: only ``queue_listener`` is told which queues are ours, and t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
 from rocket_rebalance.model import (
@@ -27,6 +28,7 @@ from rocket_rebalance.model import (
 )
 from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
 from rocket_rebalance.runtime.health import ErrorHook
+from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -38,7 +40,15 @@ from rocket_rebalance.runtime.transport.wire import open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.subscription import TAG, SubscriptionExpression, subscriptions_from
 
-__all__ = ["WAIT_INTERVAL_ENV", "PushConsumer", "default_client_id"]
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+__all__ = ["WAIT_INTERVAL_ENV", "MetricsUnavailableError", "PushConsumer", "default_client_id"]
+
+
+class MetricsUnavailableError(ImportError):
+    """Metrics were asked for without ``prometheus_client`` installed (``pip install 'rocket-rebalance[metrics]'``)."""
+
 
 WAIT_INTERVAL_ENV = "ROCKET_REBALANCE_WAIT_INTERVAL"
 """Seconds between periodic rebalances when not given in code (Java: ``rocketmq.client.rebalance.waitInterval``)."""
@@ -100,7 +110,12 @@ class PushConsumer:
     ``topics`` is a list of topic names (each subscribed with ``*``) or a mapping of topic to a TAG expression
     (``{"Orders": "TagA || TagB"}``) or a :class:`~rocket_rebalance.subscription.SubscriptionExpression` (SQL92);
     :meth:`subscribe` adds one. Every member of a group must subscribe each topic alike (the broker keeps one
-    subscription per topic for the whole group)."""
+    subscription per topic for the whole group).
+
+    ``metrics=True`` exposes this consumer's metrics through ``prometheus_client``'s default registry (served by
+    whatever serves it in the application, ``prometheus_client.start_http_server`` say), ``metrics=registry``
+    through that registry; see :mod:`rocket_rebalance.runtime.prometheus` for the names. Off by default, and
+    then ``prometheus_client`` is never loaded."""
 
     def __init__(
         self,
@@ -131,6 +146,7 @@ class PushConsumer:
         offset_store: OffsetStore | None = None,
         settings: EngineSettings | None = None,
         on_error: ErrorHook | None = None,
+        metrics: bool | CollectorRegistry = False,
         **config: Any,
     ) -> None:
         check_group_name(consumer_group)
@@ -178,6 +194,19 @@ class PushConsumer:
         self._stopper: threading.Thread | None = None
         self._clean: bool | None = None
         self._stop_lock = threading.Lock()
+        self._metrics_registry = self._check_metrics(metrics)
+        self._metrics: ConsumeMetrics | None = None
+        self._remove_metrics: Callable[[], None] | None = None
+
+    @staticmethod
+    def _check_metrics(metrics: bool | CollectorRegistry) -> CollectorRegistry | bool:
+        """The registry metrics go to (True: the default one), or False; refused at once when they cannot be
+        exported, not at ``start()``."""
+        if metrics is False:
+            return False
+        if importlib.util.find_spec("prometheus_client") is None:
+            raise MetricsUnavailableError("metrics need prometheus_client: pip install 'rocket-rebalance[metrics]'")
+        return metrics
 
     def subscribe(self, topic: str, expression: str = "*", expression_type: str = TAG) -> None:
         """Consume ``topic`` too (before ``start``), filtered by ``expression``: tags (``"TagA || TagB"``, or
@@ -202,6 +231,8 @@ class PushConsumer:
         if not self._subscriptions:
             raise ValueError("subscribe to at least one topic before start()")
         self._check_subscriptions()
+        if self._metrics_registry is not False:
+            self._metrics = ConsumeMetrics()
         self._engine = Engine(
             self.config,
             self._subscriptions,
@@ -212,8 +243,20 @@ class PushConsumer:
             self._settings,
             self._on_error,
             self._subscriptions,
+            self._metrics,
         )
+        if self._metrics is not None:
+            self._remove_metrics = self._export_metrics(self._metrics)
         self._engine.start()
+
+    def _export_metrics(self, recorded: ConsumeMetrics) -> Callable[[], None]:
+        from rocket_rebalance.runtime.prometheus import ConsumerSource, add_consumer
+
+        source = ConsumerSource(
+            self.config.consumer_group, self.client_id, self.config.strategy.name, lambda: self._engine, recorded
+        )
+        registry = self._metrics_registry
+        return add_consumer(source, None if isinstance(registry, bool) else registry)
 
     def _check_subscriptions(self) -> None:
         """As Java's ``checkClientInBroker`` at start: each broker of a topic subscribed with something other than
@@ -255,8 +298,11 @@ class PushConsumer:
         return bool(self._clean)
 
     def _stop(self, engine: Engine, timeout: float) -> None:
-        """The shutdown itself, on a thread of its own (not a daemon: it persists the offsets, within timeout)."""
+        """The shutdown itself, on a thread of its own (not a daemon: it persists the offsets, within timeout);
+        the consumer leaves the metrics registry once done."""
         self._clean = engine.shutdown(timeout)
+        if self._remove_metrics is not None:
+            self._remove_metrics()
 
     def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
         """The queues this consumer owns now, per topic (the retry topic included)."""

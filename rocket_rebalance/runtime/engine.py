@@ -93,6 +93,7 @@ from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.health import ErrorHook, Health, first_few
 from rocket_rebalance.runtime.history import describe_rounds
 from rocket_rebalance.runtime.members import MemberLanguages
+from rocket_rebalance.runtime.metrics import ConsumeMetrics, MetricsView, take_view
 from rocket_rebalance.runtime.offset_store import OffsetStore, OffsetStoreError
 from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
 from rocket_rebalance.runtime.transport import (
@@ -273,6 +274,8 @@ class _QueueRun:
     stopped: bool = False  # read by the consume threads too: they start no further batch of a chunk once set
     dispatch_waiting: bool = False  # a retry of dispatch is scheduled (the lock is not valid yet)
     paused_until: float = 0.0  # orderly: after a failed batch, nothing is handed out before this
+    # with metrics on: (the offset after a pulled batch, when it came), oldest first, for the await time
+    arrivals: deque[tuple[int, float]] = field(default_factory=deque)
 
 
 class _Verdict(enum.Enum):
@@ -308,6 +311,7 @@ class Engine:
         settings: EngineSettings | None = None,
         on_error: ErrorHook | None = None,
         expressions: Mapping[str, SubscriptionExpression] | None = None,
+        metrics: ConsumeMetrics | None = None,
     ) -> None:
         self.config = config
         self.core = RebalanceCore(config, topics)
@@ -354,6 +358,7 @@ class Engine:
         self.failed = 0
         self.filtered = 0  # messages the tag re-filter skipped (their offsets move on as if consumed)
         self.stats = ConsumeStats()  # Java's consume statistics, for running info: one call per batch
+        self.metrics = metrics  # None unless metrics are on: then one call per pull, consume task and offset write
         self._send_back = True  # until the transport says its server keeps no retry topics
         self._started_ms = int(time.time() * 1000)
 
@@ -453,6 +458,17 @@ class Engine:
         if not self._on_service_thread(snapshot):
             return {"service_thread": "not answering within 5 s", "alive": self._thread.is_alive()}
         return state
+
+    def metrics_view(self) -> MetricsView | None:
+        """The core's figures for a metrics scrape (:func:`~rocket_rebalance.runtime.metrics.take_view`); None
+        when the service thread does not answer within 5 s."""
+        views: list[MetricsView] = []
+
+        def snapshot() -> None:
+            cached = {mq: run.cached_bytes for mq, run in self._runs.items()}
+            views.append(take_view(self.core, cached, time.monotonic()))
+
+        return views[0] if self._on_service_thread(snapshot) and views else None
 
     def owned(self) -> dict[str, frozenset[MessageQueue]]:
         """What the listener was last told, per topic (safe to call from any thread: a snapshot). Once shutting
@@ -1028,12 +1044,17 @@ class Engine:
         return answer(mq, offset, request)
 
     def _persist(self, offsets: Mapping[MessageQueue, int]) -> Event:
+        started = time.monotonic()
         try:
             stored = self.offset_store.persist(offsets)
         except OffsetStoreError as error:
+            if self.metrics is not None:
+                self.metrics.persisted(time.monotonic() - started, ok=False)
             self.health.failed("persist offsets", error, logging.ERROR)  # consumed work is not saved meanwhile
             return OffsetsPersistFailed(offsets)
         missing = {mq: offset for mq, offset in offsets.items() if mq not in stored}
+        if self.metrics is not None:
+            self.metrics.persisted(time.monotonic() - started, ok=not missing)
         if missing:
             failed = OffsetStoreError(f"{len(missing)} queues not stored: {', '.join(sorted(map(str, missing))[:3])}")
             self.health.failed("persist offsets", failed, logging.ERROR)
@@ -1116,6 +1137,8 @@ class Engine:
         if messages:
             run.buffered.extend(messages)
             run.cached_bytes += sum(len(m.body) for m in messages)
+            if self.metrics is not None:
+                run.arrivals.append((next_offset, time.monotonic()))
         self._handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
         self._dispatch(mq)
         self._pull(mq)
@@ -1182,7 +1205,18 @@ class Engine:
             chunk = [buffered.popleft() for _ in range(min(self._chunk_size(), len(buffered)))]
             self._handle(MessagesDispatched(mq, tuple(m.queue_offset for m in chunk)))
             run.busy += 1
-            self._consume.submit(partial(self._consume_chunk, mq, run, chunk, self.core.lock_deadline(mq)))
+            arrived = None if self.metrics is None else self._arrival(run, chunk[0].queue_offset)
+            self._consume.submit(partial(self._consume_chunk, mq, run, chunk, self.core.lock_deadline(mq), arrived))
+
+    @staticmethod
+    def _arrival(run: _QueueRun, offset: int) -> float | None:
+        """When the pull that brought ``offset`` came (metrics on). Chunks are handed out in offset order, so
+        the pulls before it are forgotten; a message given back after its pull was forgotten (a stopped task)
+        counts from the next pull kept, which shortens its wait."""
+        arrivals = run.arrivals
+        while len(arrivals) > 1 and arrivals[0][0] <= offset:
+            arrivals.popleft()
+        return arrivals[0][1] if arrivals else None
 
     def _chunk_size(self) -> int:
         """Messages per consume task: as many whole batches as make about :data:`CHUNK_WORK` of listener time
@@ -1197,7 +1231,9 @@ class Engine:
         run.dispatch_waiting = False
         self._dispatch(mq)
 
-    def _consume_chunk(self, mq: MessageQueue, run: _QueueRun, chunk: list[Message], lock_deadline: float) -> None:
+    def _consume_chunk(
+        self, mq: MessageQueue, run: _QueueRun, chunk: list[Message], lock_deadline: float, arrived: float | None = None
+    ) -> None:
         """(On the consume pool.) Give ``chunk`` to the listener batch by batch, in order; stop before a batch
         once the queue is being released or its lock has run out (so nothing is handed out that the core would
         not hand out), or (orderly) after a failed batch; count and report it all at once."""
@@ -1226,6 +1262,9 @@ class Engine:
                 result.retry.append(batch)
         took = time.monotonic() - began
         self.stats.consumed(mq, ok, failed, took * 1000, calls)
+        if self.metrics is not None:
+            waited = None if arrived is None else (began - arrived) * 1000
+            self.metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
         with self._stats_lock:
             self.consumed += ok
             self.failed += failed

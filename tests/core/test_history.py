@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rocket_rebalance.core import (
+    BrokerConnectionLost,
     ConsumerIdsChanged,
     ConsumerListFetched,
     MessagesConsumed,
@@ -13,7 +14,7 @@ from rocket_rebalance.core import (
     Started,
     Tick,
 )
-from rocket_rebalance.core.history import HISTORY_ROUNDS, MAX_PROBLEMS, RoundRecord, Trigger
+from rocket_rebalance.core.history import HISTORY_ROUNDS, LATENCY_BOUNDS, MAX_PROBLEMS, Failure, RoundRecord, Trigger
 from tests.core.test_core import ME, OTHER, QS, Drive, T, expected_share, only
 
 
@@ -95,6 +96,79 @@ def test_the_periodic_round_is_a_timer_and_the_history_is_bounded() -> None:
 def test_a_round_keeps_a_bounded_number_of_problems() -> None:
     record = RoundRecord(1, Trigger.START, 0.0)
     for number in range(MAX_PROBLEMS + 5):
-        record.problem(f"problem {number}")
-        record.problem(f"problem {number}")  # the same twice counts once
+        record.problem(f"problem {number}", "kind")
+        record.problem(f"problem {number}", "kind")  # the same twice counts once
     assert len(record.problems) == MAX_PROBLEMS and record.problems_dropped == 5
+
+
+# ---------------------------------------------------------------------------------------- totals (for metrics)
+
+
+def test_the_totals_count_every_round_by_trigger_beyond_the_rounds_kept() -> None:
+    d = Drive(fenced_handover=False, push_consumer=False)  # no locks to renew, no pulls to expire: only timers
+    d.start()
+    for number in range(HISTORY_ROUNDS + 3):
+        at = 20.0 * (number + 1)
+        d(Tick(), at=at)
+        d(ConsumerListFetched(T, (ME,)), at=at)
+    totals = d.core.history.totals
+    assert totals.rounds == {Trigger.ROUTE: 1, Trigger.TIMER: HISTORY_ROUNDS + 3}  # routes came after the start
+    assert totals.applied == HISTORY_ROUNDS + 4 and sum(totals.latency_counts) == totals.applied
+    assert totals.assigned == {T: len(QS)} and totals.revoked == totals.lost == totals.failed == {}
+    assert totals.last_applied_at == 20.0 * (HISTORY_ROUNDS + 3)
+    assert totals.last_change is not None and totals.last_change.number == 1  # unchanged rounds change nothing
+    assert totals.last_change.cause == "routes changed"
+
+
+def test_a_failed_list_counts_once_per_round_and_names_the_retry() -> None:
+    d = Drive()
+    d.start()
+    d(ConsumerIdsChanged(), at=3.0)
+    d(ConsumerListFetched(T, None), at=3.2)  # reported twice for the round (the list and R3): counted once
+    totals = d.core.history.totals
+    assert totals.failed == {Failure.MEMBER_LIST: 1}
+    d(Tick(), at=4.2)
+    retry = _last(d)
+    assert (retry.retry_kind, retry.cause) == (Failure.MEMBER_LIST, f"retry: {Failure.MEMBER_LIST}")
+    d(ConsumerListFetched(T, None), at=4.3)
+    assert totals.failed == {Failure.MEMBER_LIST: 2}
+    assert totals.rounds == {Trigger.ROUTE: 1, Trigger.NOTIFY: 1, Trigger.RETRY: 1}
+    assert totals.last_change is retry
+
+
+def test_refused_locks_are_counted_per_queue_and_fail_their_rounds() -> None:
+    d = Drive()
+    d.start(grant=False)
+    totals = d.core.history.totals
+    assert totals.lock_refusals == {T: len(QS)} and totals.failed == {Failure.LOCK_REFUSED: 1}
+    assert totals.applied == 0 and totals.last_applied_at is None  # the table is not applied
+
+
+def test_a_join_counts_the_revoked_queues_and_the_latency_from_the_notification() -> None:
+    d = Drive()
+    d.start(cids=(ME,))
+    for mq in QS:
+        d(MessagesPulled(mq, (5,), 6), at=0.2)
+        d(MessagesConsumed(mq, (5,)), at=0.2)
+    d(ConsumerIdsChanged(), at=0.5)  # within the minimum interval of the first round: the round waits for it
+    assert _last(d).number == 1
+    actions = d.answer(d(Tick(), at=1.0) + d(ConsumerListFetched(T, (ME, OTHER)), at=1.0))
+    joined = _last(d)
+    assert (joined.trigger, joined.requested_at, joined.cause) == (Trigger.NOTIFY, 0.5, "members changed")
+    [persist] = only(actions, PersistOffsets)
+    d(OffsetsPersisted(dict(persist.offsets)), at=1.3)
+    totals = d.core.history.totals
+    revoked = len(QS) - len(expected_share((ME, OTHER)))
+    assert (totals.assigned, totals.revoked, totals.lost) == ({T: len(QS)}, {T: revoked}, {})
+    assert joined.latency == 1.3 - 0.5 and totals.last_applied_at == 1.3 and totals.last_change is joined
+    bucket = next(i for i, bound in enumerate(LATENCY_BOUNDS) if joined.latency <= bound)
+    assert totals.latency_counts[bucket] >= 1 and abs(totals.latency_sum - joined.latency) < 1e-9
+
+
+def test_queues_dropped_without_a_handover_are_lost() -> None:
+    d = Drive()
+    d.start()
+    d(BrokerConnectionLost("b0", 1), at=3.0)
+    totals = d.core.history.totals
+    assert (totals.lost, totals.revoked) == ({T: len(QS)}, {})
+    assert totals.failed == {Failure.CONNECTION: 1, Failure.LOCK_LOST: 1}
