@@ -294,8 +294,8 @@ class RebalanceCore:
             OffsetsPersistFailed: self._on_persist_failed,
             MessagesPulled: self._on_pulled,
             MessagesDispatched: self._on_dispatched,
-            MessagesConsumed: self._on_consumed,
-            MessagesReturned: self._on_returned,
+            MessagesConsumed: self._on_handed_back,
+            MessagesReturned: self._on_handed_back,
             OffsetIllegal: self._on_offset_illegal,
             ShutdownRequested: self._on_shutdown,
         }
@@ -970,19 +970,16 @@ class RebalanceCore:
         if entry is not None and entry.state in (QueueState.ACTIVE, QueueState.DRAINING) and entry.pq is not None:
             entry.pq.on_dispatched(event.offsets)
 
-    def _on_consumed(self, event: MessagesConsumed, now: float) -> None:
+    def _on_handed_back(self, event: MessagesConsumed | MessagesReturned, now: float) -> None:
+        """Messages back from the listener, consumed or never delivered: a queue being released goes on to its
+        persist once none of its messages is out any more."""
         entry = self._entries.get(event.mq)
         if entry is None or entry.pq is None:
             return
-        entry.pq.on_consumed(event.offsets)
-        if entry.state is QueueState.DRAINING and entry.pq.dispatched_count == 0:
-            self._persist_for_release(entry, now)
-
-    def _on_returned(self, event: MessagesReturned, now: float) -> None:
-        entry = self._entries.get(event.mq)
-        if entry is None or entry.pq is None:
-            return
-        entry.pq.on_returned(event.offsets)
+        if isinstance(event, MessagesConsumed):
+            entry.pq.on_consumed(event.offsets)
+        else:
+            entry.pq.on_returned(event.offsets)
         if entry.state is QueueState.DRAINING and entry.pq.dispatched_count == 0:
             self._persist_for_release(entry, now)
 
