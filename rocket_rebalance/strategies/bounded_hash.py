@@ -30,6 +30,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import NamedTuple
 
 from rocket_rebalance.model import MessageQueue
@@ -45,8 +46,12 @@ from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueCons
 __all__ = ["AllocateMessageQueueConsistentHashBounded", "load_cap"]
 
 
+@lru_cache(maxsize=4096)
 def load_cap(queues: int, consumers: int, eps: float) -> int:
-    """``ceil((1 + eps) * queues / consumers)``, computed exactly (``eps`` read as the decimal it prints as)."""
+    """``ceil((1 + eps) * queues / consumers)``, computed exactly (``eps`` read as the decimal it prints as).
+
+    Remembered per (queues, consumers, eps): the exact fraction costs about as much as a small group's ring walk,
+    and a fleet has few distinct shapes."""
     if consumers <= 0:
         return 0
     return math.ceil((1 + Fraction(repr(float(eps)))) * queues / consumers)
