@@ -98,9 +98,7 @@ REPLICA_POINTS = ReplicaPoints(limit=1 << 18)
 CONSISTENT_HASH_BOUNDED's 40 replicas, or a ring of 10,000 consumers at the default 10 with room to spare."""
 
 
-def build_ring(
-    cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction | None = None
-) -> HashRing:
+def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction | None = None) -> HashRing:
     """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc); without a
     ``hash_function``, Java's default MD5 hash through :data:`REPLICA_POINTS`.
 
