@@ -92,6 +92,12 @@ class ReplicaPoints:
             self._held += count - (len(replaced) if replaced is not None else 0)
         return found
 
+    def clear(self) -> None:
+        """Forget every point (what a new process starts with: benchmarks/allocation.py's cold ring)."""
+        with self._lock:
+            self._points.clear()
+            self._held = 0
+
 
 REPLICA_POINTS = ReplicaPoints(limit=1 << 18)
 """The process's replica points under the default hash: 262,144 points (about 10 MB), e.g. 6,500 client IDs at
