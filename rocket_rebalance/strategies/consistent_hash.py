@@ -19,7 +19,6 @@ consumer's points are the ones already computed, and CONSISTENT_HASH (10 replica
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -65,16 +64,17 @@ class ReplicaPoints:
     Profiling the fleet pipeline (benchmarks/RESULTS.md) found ring building the largest single cost of a group's
     analysis: each ring hashed or looked up every one of its keys, formatting each key first, though a join changes
     one ID of the list and CONSISTENT_HASH's ten replicas are the first ten of CONSISTENT_HASH_BOUNDED's forty. Here
-    an ID's points are a list computed once, extended when more replicas are asked for. Bounded by ``limit`` points
-    in all (cleared when full: a worker moves from group to group, so old IDs are rarely asked for again). Lists
-    handed out are never changed afterwards, so readers need no lock; a writer takes one for the bookkeeping.
+    an ID's points are a list computed once, extended when more replicas are asked for. Bounded: at most ``ids``
+    IDs (cleared when full: a worker moves from group to group, so old IDs are rarely asked for again), and an ID
+    asked for more than ``most_replicas`` points is not remembered. Lists handed out are never changed afterwards
+    and the dictionary is used only through single operations (each atomic in CPython), so threads need no lock:
+    at worst a point list is computed twice.
     """
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, ids: int, most_replicas: int) -> None:
+        self.ids = ids
+        self.most_replicas = most_replicas
         self._points: dict[str, list[int]] = {}
-        self._held = 0
-        self._lock = threading.Lock()
 
     def __call__(self, cid: str, count: int) -> list[int]:
         """The points of replicas ``0 .. count-1`` of ``cid``, in replica order."""
@@ -83,25 +83,20 @@ class ReplicaPoints:
             return known if len(known) == count else known[:count]
         have = known or []
         found = have + [java_md5_hash(f"{cid}-{replica}") for replica in range(len(have), count)]
-        with self._lock:
-            if self._held + count > self.limit:
+        if count <= self.most_replicas:
+            if len(self._points) >= self.ids:
                 self._points.clear()
-                self._held = 0
-            replaced = self._points.get(cid)
             self._points[cid] = found
-            self._held += count - (len(replaced) if replaced is not None else 0)
         return found
 
     def clear(self) -> None:
         """Forget every point (what a new process starts with: benchmarks/allocation.py's cold ring)."""
-        with self._lock:
-            self._points.clear()
-            self._held = 0
+        self._points.clear()
 
 
-REPLICA_POINTS = ReplicaPoints(limit=1 << 18)
-"""The process's replica points under the default hash: 262,144 points (about 10 MB), e.g. 6,500 client IDs at
-CONSISTENT_HASH_BOUNDED's 40 replicas, or a ring of 10,000 consumers at the default 10 with room to spare."""
+REPLICA_POINTS = ReplicaPoints(ids=16_384, most_replicas=64)
+"""The process's replica points under the default hash: 16,384 client IDs of up to 64 points (at most about 38 MB;
+6 MB for a ring of 10,000 consumers at the default 10 points, or 16,384 IDs at CONSISTENT_HASH_BOUNDED's 40)."""
 
 
 def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction | None = None) -> HashRing:

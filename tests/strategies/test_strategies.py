@@ -133,12 +133,15 @@ def test_remembered_replica_points_give_the_rings_of_a_fresh_strategy(lists: lis
         st.tuples(st.lists(st.sampled_from([f"10.0.0.{k}@1#{k}" for k in range(6)]), max_size=5), st.integers(0, 12)),
         max_size=8,
     ),
-    st.integers(1, 40),
+    st.integers(1, 4),
+    st.integers(0, 12),
 )
-def test_remembered_replica_points_equal_fresh_hashes(asks: list[tuple[list[str], int]], limit: int) -> None:
-    """Points asked for in any order and count (more, fewer, past a full cache) are the IDs' own hashes, and a
-    ring built through them is the ring built with the hash called key by key."""
-    remembered = ReplicaPoints(limit)
+def test_remembered_replica_points_equal_fresh_hashes(
+    asks: list[tuple[list[str], int]], ids: int, most_replicas: int
+) -> None:
+    """Points asked for in any order and count (more, fewer, past a full cache, past the most remembered) are the
+    IDs' own hashes, and a ring built through them is the ring built with the hash called key by key."""
+    remembered = ReplicaPoints(ids, most_replicas)
     for cids, count in asks:
         for cid in cids:
             assert remembered(cid, count) == [java_md5_hash(f"{cid}-{k}") for k in range(count)]
