@@ -106,14 +106,23 @@ def topic_queues(topic: str, routes: Sequence[Mapping[str, Any]], down: Iterable
     key = (topic, rows, frozenset(down).intersection(row[0] for row in rows))
     queues = _queue_cache.get(key)
     if queues is None:
-        route = TopicRoute(topic, tuple(QueueData(broker, count, count, perm) for broker, count, perm in rows))
         if key[2]:
-            route = route.without_brokers(key[2])
-        queues = prepare_rebalance_input(route.subscribe_queues(), (), warn=False).mq_all
+            queues = _without_brokers(topic, routes, key[2])
+        else:
+            route = TopicRoute(topic, tuple(QueueData(broker, count, count, perm) for broker, count, perm in rows))
+            queues = prepare_rebalance_input(route.subscribe_queues(), (), warn=False).mq_all
         if len(_queue_cache) > 100_000:
             _queue_cache.clear()
         _queue_cache[key] = queues
     return queues
+
+
+def _without_brokers(topic: str, routes: Sequence[Mapping[str, Any]], down: frozenset[str]) -> QueueList:
+    """The topic's queues without the brokers ``down``, cut out of the whole route's list: the same queue objects
+    on both sides of a broker-down scenario, so movement's lookups match by identity and each queue's ring hash is
+    computed once (the profile found both sides' queues built and hashed apart). A route refused whole is refused
+    here too, as the route model checks the whole route before brokers leave it."""
+    return QueueList.trusted([mq for mq in topic_queues(topic, routes) if mq.broker_name not in down])
 
 
 # ---- settings ----------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import NamedTuple
 
 from rocket_rebalance.model import MessageQueue
@@ -45,8 +46,12 @@ from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueCons
 __all__ = ["AllocateMessageQueueConsistentHashBounded", "load_cap"]
 
 
+@lru_cache(maxsize=4096)
 def load_cap(queues: int, consumers: int, eps: float) -> int:
-    """``ceil((1 + eps) * queues / consumers)``, computed exactly (``eps`` read as the decimal it prints as)."""
+    """``ceil((1 + eps) * queues / consumers)``, computed exactly (``eps`` read as the decimal it prints as).
+
+    Remembered per (queues, consumers, eps): the exact fraction costs about as much as a small group's ring walk,
+    and a fleet has few distinct shapes."""
     if consumers <= 0:
         return 0
     return math.ceil((1 + Fraction(repr(float(eps)))) * queues / consumers)
@@ -113,14 +118,20 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         limited = sizes is None and self.eps == 0 and remainder > 0
         big_slots = remainder if limited else len(cids)  # how many more consumers may go above the floor
         hash_of = self.hash_function
+        hashes = [mq.md5_hash for mq in mq_all] if hash_of is None else [hash_of(str(mq)) for mq in mq_all]
+        if not limited:
+            # big_slots never runs out and every room is at least the floor: room left is simply load < room. The
+            # walk of nearly every group (the pipeline compares every group under this strategy), so it is kept
+            # apart from the general one below.
+            return self._walk_unlimited(hashes, points, ring_owners, cids, room, load)
 
         def has_room(cid: str) -> bool:
             held = load[cid]
             return held < floor or (held < room[cid] and big_slots > 0)
 
         owners: list[str] = []
-        for mq in mq_all:
-            position = bisect_left(points, mq.md5_hash if hash_of is None else hash_of(str(mq)))
+        for key_hash in hashes:
+            position = bisect_left(points, key_hash)
             for step in range(size):
                 owner = ring_owners[(position + step) % size]
                 if has_room(owner):
@@ -133,6 +144,32 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
             load[owner] = held + 1
             if limited and held == floor:  # this consumer just went above the floor
                 big_slots -= 1
+            owners.append(owner)
+        return owners
+
+    @staticmethod
+    def _walk_unlimited(
+        hashes: list[int],
+        points: list[int],
+        ring_owners: list[str],
+        cids: Sequence[str],
+        room: dict[str, int],
+        load: dict[str, int],
+    ) -> list[str]:
+        """:meth:`_walk` when every consumer may fill its whole room: the first consumer clockwise below it."""
+        size = len(points)
+        owners: list[str] = []
+        for key_hash in hashes:
+            position = bisect_left(points, key_hash)
+            owner = ring_owners[position % size]
+            if load[owner] >= room[owner]:
+                for step in range(1, size):
+                    owner = ring_owners[(position + step) % size]
+                    if load[owner] < room[owner]:
+                        break
+                else:  # a full lap: the room left is with consumers that hold no point (see _walk)
+                    owner = next(cid for cid in cids if load[cid] < room[cid])
+            load[owner] += 1
             owners.append(owner)
         return owners
 

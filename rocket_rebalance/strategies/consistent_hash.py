@@ -11,22 +11,30 @@ The ring matches Java's ``ConsistentHashRouter`` point for point:
 Java rebuilds the ring on every call and counts existing replicas by scanning the whole ring, which is why it is
 slow (consumers x ring size). Here the replica count is a dictionary and the ring, a pair of sorted arrays, is
 cached per distinct consumer list (bounded, least recently used), because a consumer asks with the same list
-round after round. With the default hash, each strategy also remembers the points of recent replica keys (bounded,
-least recently used): a join or a leave changes the list, and so the ring, but every other consumer's points are
-the ones already computed.
+round after round. With the default hash, the points of each client ID's replicas are remembered too, once per
+process (:data:`REPLICA_POINTS`, bounded): a join or a leave changes the list, and so the ring, but every other
+consumer's points are the ones already computed, and CONSISTENT_HASH (10 replicas) and CONSISTENT_HASH_BOUNDED
+(40) share the first ten of each ID's points.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from itertools import repeat
 from typing import NamedTuple
 
 from rocket_rebalance.model import MAX_VIRTUAL_NODES, MessageQueue, java_md5_hash
 from rocket_rebalance.strategies.base import AllocationError, CheckedStrategy, check_group_args
 
-__all__ = ["MAX_RING_POINTS", "AllocateMessageQueueConsistentHash", "HashRing", "build_ring"]
+__all__ = [
+    "MAX_RING_POINTS",
+    "REPLICA_POINTS",
+    "AllocateMessageQueueConsistentHash",
+    "HashRing",
+    "ReplicaPoints",
+    "build_ring",
+]
 
 HashFunction = Callable[[str], int]
 
@@ -50,8 +58,50 @@ class HashRing(NamedTuple):
         return self.owners[position if position < len(self.points) else 0]
 
 
-def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction) -> HashRing:
-    """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc).
+class ReplicaPoints:
+    """The default hash's points of each client ID's replicas ``<id>-0``, ``<id>-1``, ..., remembered per ID.
+
+    Profiling the fleet pipeline (benchmarks/RESULTS.md) found ring building the largest single cost of a group's
+    analysis: each ring hashed or looked up every one of its keys, formatting each key first, though a join changes
+    one ID of the list and CONSISTENT_HASH's ten replicas are the first ten of CONSISTENT_HASH_BOUNDED's forty. Here
+    an ID's points are a list computed once, extended when more replicas are asked for. Bounded: at most ``ids``
+    IDs (cleared when full: a worker moves from group to group, so old IDs are rarely asked for again), and an ID
+    asked for more than ``most_replicas`` points is not remembered. Lists handed out are never changed afterwards
+    and the dictionary is used only through single operations (each atomic in CPython), so threads need no lock:
+    at worst a point list is computed twice.
+    """
+
+    def __init__(self, ids: int, most_replicas: int) -> None:
+        self.ids = ids
+        self.most_replicas = most_replicas
+        self._points: dict[str, list[int]] = {}
+
+    def __call__(self, cid: str, count: int) -> list[int]:
+        """The points of replicas ``0 .. count-1`` of ``cid``, in replica order."""
+        known = self._points.get(cid)
+        if known is not None and len(known) >= count:
+            return known if len(known) == count else known[:count]
+        have = known or []
+        found = have + [java_md5_hash(f"{cid}-{replica}") for replica in range(len(have), count)]
+        if count <= self.most_replicas:
+            if len(self._points) >= self.ids:
+                self._points.clear()
+            self._points[cid] = found
+        return found
+
+    def clear(self) -> None:
+        """Forget every point (what a new process starts with: benchmarks/allocation.py's cold ring)."""
+        self._points.clear()
+
+
+REPLICA_POINTS = ReplicaPoints(ids=16_384, most_replicas=64)
+"""The process's replica points under the default hash: 16,384 client IDs of up to 64 points (at most about 38 MB;
+6 MB for a ring of 10,000 consumers at the default 10 points, or 16,384 IDs at CONSISTENT_HASH_BOUNDED's 40)."""
+
+
+def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: HashFunction | None = None) -> HashRing:
+    """Build the ring exactly as Java's ``ConsistentHashRouter`` would for ``cid_all`` (see module doc); without a
+    ``hash_function``, Java's default MD5 hash through :data:`REPLICA_POINTS`.
 
     A ring above :data:`MAX_RING_POINTS` is refused before any key is hashed (``AllocationError``)."""
     size = len(cid_all) * virtual_node_count
@@ -60,16 +110,21 @@ def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: H
             f"{len(cid_all)} consumers x {virtual_node_count} virtual nodes = {size} ring points; "
             f"the limit is {MAX_RING_POINTS} (fewer virtual nodes, or fewer consumers)"
         )
-    if len(set(cid_all)) == len(cid_all):
-        # No repeated ID, so every replica numbering starts at 0 and "the later put wins" is what a dict built
-        # in insertion order does: one pass, no per-point bookkeeping.
+    ring: dict[int, str]
+    if len(set(cid_all)) != len(cid_all):
+        ring = _build_ring_with_repeats(cid_all, virtual_node_count, hash_function or java_md5_hash)
+    elif hash_function is None:
+        # No repeated ID, so every replica numbering starts at 0 and "the later put wins" is what a dict filled in
+        # list order does.
+        ring = {}
+        for cid in cid_all:
+            ring.update(zip(REPLICA_POINTS(cid, virtual_node_count), repeat(cid)))
+    else:
         keys = [f"{cid}-{replica}" for cid in cid_all for replica in range(virtual_node_count)]
         owner_of_key = [cid for cid in cid_all for _ in range(virtual_node_count)]
         ring = dict(zip(map(hash_function, keys), owner_of_key, strict=True))
-    else:
-        ring = _build_ring_with_repeats(cid_all, virtual_node_count, hash_function)
     points = sorted(ring)
-    return HashRing(points, [ring[point] for point in points])
+    return HashRing(points, list(map(ring.__getitem__, points)))
 
 
 def _build_ring_with_repeats(
@@ -121,8 +176,6 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         self.hash_function = hash_function
         self._ring_cache_size = ring_cache_size
         self._rings: dict[tuple[str, ...], HashRing] = {}
-        # 16k replica keys (1,600 consumers at 10 points each), about 3 MB; lru_cache is thread-safe
-        self._replica_point: HashFunction = lru_cache(maxsize=1 << 14)(java_md5_hash)
 
     def ring(self, cid_all: Sequence[str]) -> HashRing:
         """The ring for this consumer list, from the cache when this list was seen recently.
@@ -133,7 +186,7 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         key = tuple(cid_all)
         cached = self._rings.pop(key, None)
         if cached is None:
-            cached = build_ring(key, self.virtual_node_count, self.hash_function or self._replica_point)
+            cached = build_ring(key, self.virtual_node_count, self.hash_function)
         self._rings[key] = cached  # (re)inserted last: the dict's order is least recently used first
         excess = len(self._rings) - self._ring_cache_size
         for oldest in list(self._rings)[: max(0, excess)]:  # list(dict) is one atomic copy

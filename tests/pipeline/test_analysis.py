@@ -18,6 +18,7 @@ from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import ScenarioError, apply_scenario, load_scenario
 from rocket_rebalance.pipeline.schema import check_snapshot
+from rocket_rebalance.pipeline.sides import topic_queues
 from rocket_rebalance.pipeline.validate import row_reason
 from rocket_rebalance.pipeline.views import view_digest
 from rocket_rebalance.plan import movement, plan, split_view
@@ -398,3 +399,37 @@ def test_a_digest_naming_no_known_list_is_reported_not_guessed() -> None:
     assert row["client_id"] == CIDS[2] and view_digest(["10.9.9.9@1#1"]) in row["reason"]
     assert CIDS[2] not in {a["owner"] for a in result["assignments"]}
     assert [v["client_id"] for v in member_rows(result, "idle_consumer")] == []
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["broker-a", "broker-b", "broker-c"]), st.integers(0, 6), st.sampled_from([2, 4, 6])),
+        max_size=3,
+        unique_by=lambda row: row[0],
+    ),
+    st.sets(st.sampled_from(["broker-a", "broker-b", "broker-x"])),
+)
+def test_a_topics_queues_with_brokers_down_are_the_route_models_and_the_whole_lists_objects(
+    rows: list[tuple[str, int, int]], down: set[str]
+) -> None:
+    """The queues a side sees with brokers down (cut out of the cached whole list) equal what the route model gives
+    built afresh, and are the very objects of the whole list (what makes movement's lookups and hashes cheap)."""
+    routes = [{"topic": "T", "broker": b, "read_queue_nums": n, "perm": p} for b, n, p in rows]
+    fresh = route.TopicRoute("T", tuple(route.QueueData(b, n, n, p) for b, n, p in sorted(rows)))
+    fresh = fresh.without_brokers(down & set(fresh.brokers()))
+    expected = prepare_rebalance_input(fresh.subscribe_queues(), (), warn=False).mq_all
+    whole = {id(mq) for mq in topic_queues("T", routes)}
+    found = topic_queues("T", routes, down)
+    assert found == expected and all(id(mq) in whole for mq in found)
+
+
+def test_a_route_refused_whole_is_refused_with_a_broker_down_too() -> None:
+    """As the route model does: the whole route is checked before its brokers leave it."""
+    routes = [
+        {"topic": "T", "broker": "broker-a", "read_queue_nums": 65_536, "perm": 6},
+        {"topic": "T", "broker": "broker-b", "read_queue_nums": 2, "perm": 6},
+    ]
+    for down in (set(), {"broker-a"}):
+        with pytest.raises(route.RouteError):
+            topic_queues("T", routes, down)

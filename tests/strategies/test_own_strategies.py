@@ -4,16 +4,19 @@ different inputs."""
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocket_rebalance.model import MessageQueue, sort_queues
+from rocket_rebalance.model import MessageQueue, java_md5_hash, sort_queues
 from rocket_rebalance.plan import plan, split_view, transition_views
 from rocket_rebalance.strategies import (
+    AllocateMessageQueueConsistentHashBounded,
     AllocationError,
+    build_ring,
     create_strategy,
     cross_topic_sizes,
     java_compatible,
@@ -152,3 +155,32 @@ def test_a_snapshot_names_the_own_strategies_from_what_consumers_report() -> Non
     for name in ("CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC"):
         reported = type(create_strategy(name))
         assert strategy_name(f"{reported.__module__}.{reported.__qualname__}") == name
+
+
+def _plain_walk(
+    strategy: AllocateMessageQueueConsistentHashBounded, mq_all: list[MessageQueue], cids: list[str], eps: float
+) -> dict[str, list[MessageQueue]]:
+    """The bounded walk written the plain way, one room check per step: what the strategy's faster walk must equal."""
+    ring = build_ring(cids, strategy.virtual_node_count)
+    load = dict.fromkeys(cids, 0)
+    floor, remainder = divmod(len(mq_all), len(cids))
+    cap = load_cap(len(mq_all), len(cids), eps)
+    big_slots = remainder if eps == 0 and remainder else len(cids)
+    shares: dict[str, list[MessageQueue]] = {cid: [] for cid in cids}
+    for mq in mq_all:
+        start = bisect.bisect_left(ring.points, java_md5_hash(str(mq)))
+        laps = [ring.owners[(start + step) % len(ring.points)] for step in range(len(ring.points))]
+        owner = next(c for c in [*laps, *cids] if load[c] < floor or (load[c] < cap and big_slots > 0))
+        if eps == 0 and remainder and load[owner] == floor:
+            big_slots -= 1
+        load[owner] += 1
+        shares[owner].append(mq)
+    return shares
+
+
+@settings(max_examples=150, deadline=None)
+@given(rebalance_inputs(), st.integers(1, 12), st.sampled_from([0.0, 0.1, 0.25, 1.0]))
+def test_the_bounded_walk_equals_the_plain_walk(case: RebalanceCase, nodes: int, eps: float) -> None:
+    strategy = AllocateMessageQueueConsistentHashBounded(eps=eps, virtual_node_count=nodes)
+    cids = list(dict.fromkeys(case.cid_all))
+    assert strategy.plan_all(G, case.mq_all, case.cid_all) == _plain_walk(strategy, list(case.mq_all), cids, eps)

@@ -16,7 +16,11 @@ from rocket_rebalance.strategies import (
     build_ring,
     create_strategy,
 )
-from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueConsistentHash, _build_ring_with_repeats
+from rocket_rebalance.strategies.consistent_hash import (
+    AllocateMessageQueueConsistentHash,
+    ReplicaPoints,
+    _build_ring_with_repeats,
+)
 
 QUEUES = [MessageQueue("T", "broker-a", i) for i in range(6)]
 CIDS = ["c1", "c2", "c3"]
@@ -122,6 +126,26 @@ def test_remembered_replica_points_give_the_rings_of_a_fresh_strategy(lists: lis
     for cids in lists:
         assert kept.ring(cids) == AllocateMessageQueueConsistentHash(virtual_node_count=4).ring(cids)
         assert kept.ring(cids) == build_ring(cids, 4, java_md5_hash)
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from([f"10.0.0.{k}@1#{k}" for k in range(6)]), max_size=5), st.integers(0, 12)),
+        max_size=8,
+    ),
+    st.integers(1, 4),
+    st.integers(0, 12),
+)
+def test_remembered_replica_points_equal_fresh_hashes(
+    asks: list[tuple[list[str], int]], ids: int, most_replicas: int
+) -> None:
+    """Points asked for in any order and count (more, fewer, past a full cache, past the most remembered) are the
+    IDs' own hashes, and a ring built through them is the ring built with the hash called key by key."""
+    remembered = ReplicaPoints(ids, most_replicas)
+    for cids, count in asks:
+        for cid in cids:
+            assert remembered(cid, count) == [java_md5_hash(f"{cid}-{k}") for k in range(count)]
+        assert build_ring(cids, count) == build_ring(cids, count, java_md5_hash)
 
 
 def test_repeated_client_id_continues_replica_numbering() -> None:
