@@ -1235,15 +1235,16 @@ class Engine:
         self, mq: MessageQueue, run: _QueueRun, chunk: list[Message], lock_deadline: float, arrived: float | None = None
     ) -> None:
         """(On the consume pool.) Give ``chunk`` to the listener batch by batch, in order; stop before a batch
-        once the queue is being released or its lock has run out (so nothing is handed out that the core would
-        not hand out), or (orderly) after a failed batch; count and report it all at once."""
+        (the first too: a task may wait in the pool's queue) once the queue is being released or its lock has run
+        out, so nothing is handed out that the core would not hand out now, or (orderly) after a failed batch;
+        count and report it all at once."""
         size = self.settings.consume_message_batch_max_size
         orderly = self.config.consume_orderly
         result = _Chunk()
         calls = ok = failed = 0
         began = time.monotonic()
         for start in range(0, len(chunk), size):
-            if start and (run.stopped or self._closing.is_set() or time.monotonic() >= lock_deadline):
+            if run.stopped or self._closing.is_set() or time.monotonic() >= lock_deadline:
                 result.returned = chunk[start:]
                 break
             batch = chunk[start : start + size]
