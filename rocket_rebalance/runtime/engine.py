@@ -564,7 +564,7 @@ class Engine:
             cached_count=len(cached),
             cached_min_offset=cached[0] if cached else 0,
             cached_max_offset=cached[-1] if cached else 0,
-            cached_size_mib=size // (1024 * 1024),
+            cached_size_mib=size // MIB,
             transaction_min_offset=handed[0] if handed else 0,
             transaction_max_offset=handed[-1] if handed else 0,
             transaction_count=len(handed),
@@ -1261,15 +1261,15 @@ class Engine:
                 break
             else:
                 result.retry.append(batch)
-        took = time.monotonic() - began
-        self.stats.consumed(mq, ok, failed, took * 1000, calls)
-        if self.metrics is not None:
-            waited = None if arrived is None else (began - arrived) * 1000
-            self.metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
-        with self._stats_lock:
-            self.consumed += ok
-            self.failed += failed
-        if ok + failed:
+        if calls:  # else the task gave everything back before its first listener call
+            took = time.monotonic() - began
+            self.stats.consumed(mq, ok, failed, took * 1000, calls)
+            if self.metrics is not None:
+                waited = None if arrived is None else (began - arrived) * 1000
+                self.metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
+            with self._stats_lock:
+                self.consumed += ok
+                self.failed += failed
             self._pace = (self._pace + took / (ok + failed)) / 2  # a race only blurs the estimate
         self.post(partial(self._chunk_done, mq, run, result))
 
@@ -1324,23 +1324,24 @@ class Engine:
 
     def _chunk_done(self, mq: MessageQueue, run: _QueueRun, result: _Chunk) -> None:
         """(Service thread.) Tell the core what a consume task did, put back in front what it did not hand out
-        (unless the queue is being given up: then its next owner pulls them), and hand out more."""
-        current = self._runs.get(mq) is run
-        if current:
-            run.busy -= 1
+        (unless the queue is being given up: then its next owner pulls them), and hand out more. A task of a
+        queue dropped since (its run replaced or gone) tells nothing: the core has forgotten that process queue,
+        and its offsets would be taken for those of the queue's next one."""
+        if self._runs.get(mq) is not run:
+            return
+        run.busy -= 1
         if result.consumed:
             run.cached_bytes -= sum(len(m.body) for m in result.consumed)
             self._handle(MessagesConsumed(mq, tuple(m.queue_offset for m in result.consumed)))
         if result.returned:
-            if current and not run.stopped:
+            if not run.stopped:
                 run.buffered.extendleft(reversed(result.returned))
                 if result.orderly_failure:
                     run.paused_until = time.monotonic() + self.settings.retry_delay
             self._handle(MessagesReturned(mq, tuple(m.queue_offset for m in result.returned)))
         for batch in result.retry:
             self._retry_later(mq, run, batch)
-        if current:
-            self._dispatch(mq)
+        self._dispatch(mq)
 
     def _retry_later(self, mq: MessageQueue, run: _QueueRun, batch: list[Message]) -> None:
         """A concurrent batch neither consumed nor sent back: give it to the listener again after

@@ -15,6 +15,7 @@ asked for.
 from __future__ import annotations
 
 import bisect
+import copy
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -147,20 +148,8 @@ def take_view(core: RebalanceCore, cached_bytes: Mapping[MessageQueue, int], now
         messages[mq.topic] = messages.get(mq.topic, 0) + (pq.in_flight_count if pq is not None else 0)
         sizes[mq.topic] = sizes.get(mq.topic, 0) + cached_bytes.get(mq, 0)
     change = totals.last_change
-    copied = RoundTotals(
-        rounds=dict(totals.rounds),
-        failed=dict(totals.failed),
-        assigned=dict(totals.assigned),
-        revoked=dict(totals.revoked),
-        lost=dict(totals.lost),
-        lock_refusals=dict(totals.lock_refusals),
-        applied=totals.applied,
-        latency_counts=list(totals.latency_counts),
-        latency_sum=totals.latency_sum,
-        last_applied_at=totals.last_applied_at,
-    )
     return MetricsView(
-        totals=copied,
+        totals=copy.deepcopy(totals),
         latency=Histogram(LATENCY_BOUNDS, list(totals.latency_counts), totals.latency_sum),
         assigned={topic: len(core.allocated(topic)) for topic in core.topics},
         cached_messages=messages,

@@ -83,7 +83,10 @@ def test_a_blocked_listener_holds_no_more_than_the_threshold_and_a_pull(start_st
         assert consumer.shutdown()
 
 
-def test_a_task_gives_back_the_batches_it_had_not_begun_when_its_queue_moves(start_stub: StartStub) -> None:
+@pytest.mark.parametrize("metrics", [False, True])
+def test_a_task_gives_back_the_batches_it_had_not_begun_when_its_queue_moves(
+    start_stub: StartStub, metrics: bool
+) -> None:
     """A quick listener gets many batches per task. One blocks in the middle of a task of queue q while a second
     consumer joins and q moves to it (AVG gives "b" broker-b's queues): once unblocked, the first consumer gives
     the listener nothing more of q (the rest of the task, and the tasks waiting behind it, go back undelivered),
@@ -110,8 +113,17 @@ def test_a_task_gives_back_the_batches_it_had_not_begun_when_its_queue_moves(sta
         return listener
 
     one_thread = EngineSettings(consume_threads=1)
+    failures: list[str] = []
     first = PushConsumer(
-        address, "GID_move", topics=["TopicTest"], listener=recorder("a"), client_id="a", settings=one_thread, **FAST
+        address,
+        "GID_move",
+        topics=["TopicTest"],
+        listener=recorder("a"),
+        client_id="a",
+        settings=one_thread,
+        metrics=metrics,  # a task that gives everything back records no listener call
+        on_error=lambda kind, error: failures.append(kind),
+        **FAST,
     )
     second = PushConsumer(address, "GID_move", topics=["TopicTest"], listener=recorder("b"), client_id="b", **FAST)
     first.start()
@@ -130,6 +142,7 @@ def test_a_task_gives_back_the_batches_it_had_not_begun_when_its_queue_moves(sta
     assert len(everything) == len(set(everything)) == 8 * 400
     assert any(mq == moving for mq, _ in seen["b"])
     assert [offset for mq, offset in seen["a"] if mq == moving and offset > stuck_offset] == []
+    assert "consume task" not in failures  # nothing of the engine's own failed on the way
 
 
 @pytest.mark.parametrize(
