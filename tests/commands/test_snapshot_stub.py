@@ -34,12 +34,13 @@ def listed(cluster: LocalCluster, group: str) -> list[str]:
         transport.close()
 
 
-def retry_offsets_stored(cluster: LocalCluster, group: str) -> bool:
-    """Whether the group's consumers stored an offset for each retry queue: they do so at a persist interval after
-    they took the queue, which can come after the topic's own messages were all consumed."""
+def offsets_stored(cluster: LocalCluster, group: str, topic: str) -> bool:
+    """Whether the group stored an offset for queue 0 of ``topic`` on each broker: consumers store one at a persist
+    interval after they took the queue (or when they give it up), which can come after a retry queue's topic was
+    all consumed, or after a consumer was told its queues."""
     transport = open_transport(cluster.address)
     try:
-        queues = [MessageQueue(f"%RETRY%{group}", broker, 0) for broker in ("broker-a", "broker-b")]
+        queues = [MessageQueue(topic, broker, 0) for broker in ("broker-a", "broker-b")]
         return all(
             offset is not None
             for queue in queues
@@ -55,13 +56,13 @@ def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
         gone = start_consume_process(cluster.work_dir, cluster.address, "GID_gone", [cluster.topic], "127.0.0.1@gone")
         first = cluster.start_consumer("127.0.0.1@s1")
         cluster.start_consumer("127.0.0.1@s2", "--strategy", "AVG")
-        wait_until(lambda: gone.owned(cluster.topic) is not None)
+        wait_until(lambda: offsets_stored(cluster, "GID_gone", cluster.topic))  # else it leaves no trace
         gone.stop()  # leaves: GID_gone keeps its stored offsets and has no consumer
         wait_until(lambda: not listed(cluster, "GID_gone"))  # the stub may see the stream end a little later
         wait_until(cluster.balanced)
         cluster.produce(40)
         wait_until(cluster.caught_up)
-        wait_until(lambda: retry_offsets_stored(cluster, "GID_snap"))
+        wait_until(lambda: offsets_stored(cluster, "GID_snap", "%RETRY%GID_snap"))
 
         done = run_cli("snapshot", "-n", cluster.address, "--out", out, "--concurrency", "2", check=False)
         assert done.returncode == 3, done.stderr
