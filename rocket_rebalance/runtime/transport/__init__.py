@@ -1,6 +1,7 @@
 """How a consumer talks to name servers and brokers: the interface.
 
-The runtime codes against :class:`Transport` only; this module imports no wire. Two implementations live beside
+The runtime codes against :class:`Transport` (threads) and :class:`AsyncTransport` (asyncio) only; this module
+imports no wire. Two implementations live beside
 it and are imported only when :func:`.wire.open_transport` chooses one by the address's form:
 
 - :mod:`.remoting`: RocketMQ's own remoting protocol over TCP, for a real Apache RocketMQ cluster. Chosen by a
@@ -32,6 +33,8 @@ from rocket_rebalance.subscription import TAG, ExpressionError, SubscriptionExpr
 __all__ = [
     "GRPC_SCHEME",
     "AdminTransport",
+    "AsyncBrokerRequests",
+    "AsyncTransport",
     "BrokerRequests",
     "ConnectionRow",
     "ConsumerReport",
@@ -458,3 +461,84 @@ class AdminTransport(Transport, Protocol):
         with code ``NOT_FOUND`` when the consumer has no connection, ``DEADLINE_EXCEEDED`` when it does not
         answer in time."""
         ...
+
+
+class AsyncBrokerRequests(Protocol):
+    """What a broker may ask of an asyncio consumer: as :class:`BrokerRequests`, answered on the event loop (the
+    running info is read in place; consuming a message directly awaits the listener)."""
+
+    def running_info(self) -> RunningInfo: ...
+
+    async def consume_directly(self, message: Message) -> tuple[bool, str]: ...
+
+
+class AsyncTransport(Protocol):
+    """The asyncio twin of :class:`Transport`: the same calls with the same arguments, answers, errors and codes,
+    as coroutines of the loop the transport was opened on (its sockets are that loop's streams; no thread waits
+    for a call). Differences, where asyncio asks for them: :meth:`pull` is awaited for its answer instead of
+    taking a callback; :meth:`connect` calls ``on_group`` and ``on_end`` on the loop; :meth:`close` is awaited.
+    A call cancelled while it waits for its answer drops the answer when it comes."""
+
+    address: str
+    long_poll_ms: int
+
+    async def route(self, topic: str) -> TopicRoute: ...
+
+    async def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None: ...
+
+    async def unregister(self, broker: str, client_id: str, consumer_group: str) -> None: ...
+
+    async def consumer_list(self, broker: str, consumer_group: str) -> list[str]: ...
+
+    async def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]: ...
+
+    async def check_subscription(
+        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
+    ) -> None: ...
+
+    async def query_offsets(
+        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
+    ) -> dict[MessageQueue, int | None]: ...
+
+    async def update_offsets(
+        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]: ...
+
+    async def lock(
+        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
+    ) -> set[MessageQueue]: ...
+
+    async def unlock(
+        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
+    ) -> None: ...
+
+    async def pull(
+        self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int
+    ) -> PullResult:
+        """A (long-polling) pull: the answer, or :class:`TransportError`."""
+        ...
+
+    async def max_offset(self, mq: MessageQueue) -> int: ...
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
+
+    async def send(
+        self,
+        topic: str,
+        broker: str,
+        bodies: Sequence[bytes],
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
+    ) -> tuple[int, list[int]]: ...
+
+    async def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None: ...
+
+    async def connect(
+        self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded
+    ) -> NotificationStream: ...
+
+    def attach(self, client: AsyncBrokerRequests) -> None: ...
+
+    async def close(self, timeout: float | None = None) -> bool: ...
