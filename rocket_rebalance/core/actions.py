@@ -29,6 +29,7 @@ __all__ = [
     "QueuesChanged",
     "ReadOffset",
     "ReleaseDeadHolders",
+    "RevokeQueues",
     "SearchOffset",
     "SendHeartbeat",
     "ShutdownComplete",
@@ -146,10 +147,23 @@ class StopQueue(Action):
 
 
 @dataclass(frozen=True, slots=True)
+class RevokeQueues(Action):
+    """L10 (``confirm_revoke`` only): these queues are being released and none of their messages is handed out any
+    more; call the application's ``on_queues_revoked(queues)`` and answer ``QueuesRevoked`` once it returned. Their
+    final offsets are persisted and their locks released only after that answer (or ``revoke_timeout``)."""
+
+    queues: tuple[MessageQueue, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class DropQueue(Action):
-    """``mq`` is released (offset persisted, lock given back): forget its process queue entirely."""
+    """``mq`` is released: forget its process queue entirely. ``lost``: dropped without its offset persisted (its
+    lock lapsed or was refused, or the broker connection was lost: L2, L9), so another consumer may already own it
+    and what this one consumed since the last persisted offset may be consumed again (a rebalance listener's
+    ``on_queues_lost``); otherwise its offset was persisted (or given up on, L8) and its lock given back."""
 
     mq: MessageQueue
+    lost: bool = False
 
 
 @dataclass(frozen=True, slots=True)

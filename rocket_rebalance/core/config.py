@@ -55,6 +55,10 @@ class RebalanceConfig:
     ``rejoin_delay``, keeps this consumer from locking at a broker it lost touch with until that long after its
     next heartbeat there succeeded, so a peer's release decided while we were missing lands first. Off: a killed
     holder's queues wait for the broker's lock lifetime, as Java's orderly consumers do.
+    ``confirm_revoke`` (ours; set by a consumer given a rebalance listener; rule L10) inserts a step into every
+    release: once none of the queue's messages is handed out any more, ``RevokeQueues`` asks the runtime to call the
+    application's ``on_queues_revoked``, and the final offset is persisted and the lock released only after it
+    returned, or after ``revoke_timeout``, so a listener that hangs cannot keep a queue from the group for good.
     """
 
     consumer_group: str
@@ -84,6 +88,8 @@ class RebalanceConfig:
     recover_dead_holders: bool = True
     dead_holder_grace: float = 0.5
     rejoin_delay: float = 2.0
+    confirm_revoke: bool = False
+    revoke_timeout: float = 15.0
 
     def __post_init__(self) -> None:
         if not self.consumer_group:

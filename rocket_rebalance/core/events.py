@@ -30,6 +30,7 @@ __all__ = [
     "OffsetRead",
     "OffsetsPersistFailed",
     "OffsetsPersisted",
+    "QueuesRevoked",
     "QueuesUnlocked",
     "RouteUpdated",
     "ShutdownRequested",
@@ -126,6 +127,13 @@ class DeadHoldersChecked(Event):
 @dataclass(frozen=True, slots=True)
 class QueuesUnlocked(Event):
     """An ``UnlockQueues`` was carried out (or failed: the broker lock then lapses on its own)."""
+
+    queues: frozenset[MessageQueue]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuesRevoked(Event):
+    """The application's ``on_queues_revoked`` returned for these queues (answers ``RevokeQueues``; L10)."""
 
     queues: frozenset[MessageQueue]
 

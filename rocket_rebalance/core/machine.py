@@ -80,6 +80,14 @@ Locks and the fence
       messages when b dropped it (at least ``dead_holder_grace`` earlier), and re-locks only after every such
       release, so no two consumers hand out one queue's messages at once; offsets stay monotonic (O1-O3, L5).
       A holder we never saw listed (it died before we joined) is not known, and its locks lapse on their own.
+  L10. Revoke before release (``confirm_revoke``: the consumer has a rebalance listener). A started queue being
+      released goes from its drain (L3: nothing of it handed out any more, or the drain's bound passed) to
+      ``REVOKING``: ``RevokeQueues`` (one action for the queues of one ``handle`` call) asks the runtime to call
+      ``on_queues_revoked``; on ``QueuesRevoked``, or after ``revoke_timeout``, the release goes on (the final
+      offset frozen then, so what the listener committed counts; then T3's persist, drop and unlock). Messages
+      consumed while revoking still move the commit offset; nothing is handed out. A queue dropped without its
+      offset (L2, L9, also while revoking) is ``DropQueue(lost=True)``: every ``StartQueue`` is followed by
+      exactly one ``RevokeQueues`` naming the queue or one lost drop, before its ``DropQueue``.
 
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
@@ -132,6 +140,7 @@ from rocket_rebalance.core.actions import (
     QueuesChanged,
     ReadOffset,
     ReleaseDeadHolders,
+    RevokeQueues,
     SearchOffset,
     SendHeartbeat,
     ShutdownComplete,
@@ -159,6 +168,7 @@ from rocket_rebalance.core.events import (
     OffsetRead,
     OffsetsPersisted,
     OffsetsPersistFailed,
+    QueuesRevoked,
     QueuesUnlocked,
     RouteUpdated,
     ShutdownRequested,
@@ -193,13 +203,15 @@ class QueueState(enum.Enum):
     LOOKUP_WAIT = "lookup_wait"  # offset look-up failed; the next round tries again
     ACTIVE = "active"  # StartQueue emitted: pulling and consuming
     DRAINING = "draining"  # StopQueue emitted; waiting for messages handed out to finish
+    REVOKING = "revoking"  # L10: RevokeQueues emitted; waiting for the application's on_queues_revoked
     PERSISTING = "persisting"  # offset frozen; waiting for the store to acknowledge it
 
 
 _ACQUIRING = frozenset(
     {QueueState.LOCKING, QueueState.LOCK_WAIT, QueueState.READING, QueueState.QUERYING, QueueState.LOOKUP_WAIT}
 )
-_RELEASING = frozenset({QueueState.DRAINING, QueueState.PERSISTING})
+_RELEASING = frozenset({QueueState.DRAINING, QueueState.REVOKING, QueueState.PERSISTING})
+_STARTED = frozenset({QueueState.ACTIVE, QueueState.DRAINING, QueueState.REVOKING})  # started, offset not frozen
 _MESSAGE_EVENTS: frozenset[type[Event]] = frozenset(
     {MessagesPulled, MessagesDispatched, MessagesConsumed, MessagesReturned}
 )
@@ -225,6 +237,7 @@ class _Entry:
     refused_since: float | None = None  # L7: when the broker first refused the lock we are still waiting for
     release_failures: int = 0  # L8: failed writes of the release's frozen offset
     release_stuck_since: float | None = None  # L8: when the first of them failed
+    release_offset: int | None = None  # O2: the offset the release freezes at, once revoked (L10)
 
 
 class RebalanceCore:
@@ -274,6 +287,7 @@ class RebalanceCore:
         self._out_persist: dict[MessageQueue, int] = {}
         self._out_lock: dict[str, set[MessageQueue]] = {}
         self._out_unlock: dict[str, set[MessageQueue]] = {}
+        self._out_revoke: set[MessageQueue] = set()
         self._out_heartbeat = False
         self._handlers: dict[type[Event], Callable[[Any, float], None]] = {
             Started: self._on_started,
@@ -287,6 +301,7 @@ class RebalanceCore:
             BrokerRegistered: self._on_registered,
             DeadHoldersChecked: self._on_dead_holders_checked,
             QueuesUnlocked: self._on_unlocked,
+            QueuesRevoked: self._on_revoked,
             OffsetRead: self._on_offset_read,
             OffsetQueried: self._on_offset_queried,
             OffsetLookupFailed: self._on_lookup_failed,
@@ -308,7 +323,9 @@ class RebalanceCore:
         if handler is None:
             raise TypeError(f"not a rebalance event: {event!r}")
         handler(event, now)
-        if type(event) in _MESSAGE_EVENTS and not (self._out or self._out_persist or self._out_unlock):
+        if type(event) in _MESSAGE_EVENTS and not (
+            self._out or self._out_persist or self._out_unlock or self._out_revoke
+        ):
             return []  # the hot path: bookkeeping only, no timer moved (transitions always emit something)
         self._maybe_start_round(now)
         self._check_shutdown_complete()
@@ -411,6 +428,8 @@ class RebalanceCore:
         """Emit the batched actions in a fixed order, then ``WakeAt`` if the earliest deadline moved (or after
         every ``Tick``, so a runtime that keeps only the latest ``WakeAt`` is never left without one)."""
         out = self._out
+        if self._out_revoke:
+            out.append(RevokeQueues(tuple(sort_queues(self._out_revoke))))
         if self._out_persist:
             out.append(PersistOffsets(dict(sorted(self._out_persist.items(), key=lambda kv: kv[0].sort_key))))
         for broker in sorted(self._out_lock):
@@ -429,6 +448,7 @@ class RebalanceCore:
         self._out_persist = {}
         self._out_lock = {}
         self._out_unlock = {}
+        self._out_revoke = set()
         self._out_heartbeat = False
         return out
 
@@ -745,7 +765,7 @@ class RebalanceCore:
             if entry.refused_since is None:
                 entry.refused_since = now
             self._mark_unbalanced(now, Failure.LOCK_REFUSED, f"lock refused at {entry.mq.broker_name}")
-        elif entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
+        elif entry.state in _STARTED:
             self._lose(entry, now)
         # READING / QUERYING / LOOKUP_WAIT: _activate re-locks; PERSISTING: the write was sent while valid (L5).
 
@@ -753,7 +773,7 @@ class RebalanceCore:
         """L2: the lock is gone; drop the queue without persisting and let a later round take it again."""
         if entry.state is QueueState.ACTIVE:
             self._emit(StopQueue(entry.mq))
-        self._emit(DropQueue(entry.mq))
+        self._emit(DropQueue(entry.mq, lost=True))
         self.history.queue_lost(entry.mq, now)
         del self._entries[entry.mq]
         self._mark_unbalanced(now, Failure.LOCK_LOST, f"lock of {entry.mq} lost")
@@ -845,7 +865,7 @@ class RebalanceCore:
             return
         self._rejoin_at[broker] = _NEVER
         for entry in [e for e in self._entries.values() if e.mq.broker_name == broker]:
-            if entry.state in (QueueState.ACTIVE, QueueState.DRAINING, QueueState.PERSISTING):
+            if entry.state in _RELEASING or entry.state is QueueState.ACTIVE:
                 self._lose(entry, now)
             else:
                 del self._entries[entry.mq]  # an acquisition: the next round starts it again, behind the gate
@@ -879,7 +899,24 @@ class RebalanceCore:
             bounded = not self.config.consume_orderly
             entry.deadline = now + self.config.handover_drain_timeout if bounded else _NEVER
         else:
-            self._persist_for_release(entry, now)
+            self._drained(entry, now)
+
+    def _drained(self, entry: _Entry, now: float, offset: int | None = None) -> None:
+        """Nothing of the queue is handed out any more (or the drain's bound passed): revoke it first when the
+        application is told (L10), else persist at once. ``offset``: the offset to freeze at (O2)."""
+        if not self.config.confirm_revoke:
+            self._persist_for_release(entry, now, offset)
+            return
+        entry.state = QueueState.REVOKING
+        entry.release_offset = offset
+        entry.deadline = now + self.config.revoke_timeout
+        self._out_revoke.add(entry.mq)
+
+    def _on_revoked(self, event: QueuesRevoked, now: float) -> None:
+        for mq in sort_queues(event.queues):
+            entry = self._entries.get(mq)
+            if entry is not None and entry.state is QueueState.REVOKING:
+                self._persist_for_release(entry, now, entry.release_offset)
 
     def _persist_for_release(self, entry: _Entry, now: float, offset: int | None = None) -> None:
         assert entry.pq is not None
@@ -981,7 +1018,7 @@ class RebalanceCore:
         else:
             entry.pq.on_returned(event.offsets)
         if entry.state is QueueState.DRAINING and entry.pq.dispatched_count == 0:
-            self._persist_for_release(entry, now)
+            self._drained(entry, now)
 
     def _on_offset_illegal(self, event: OffsetIllegal, now: float) -> None:
         entry = self._entries.get(event.mq)
@@ -990,11 +1027,11 @@ class RebalanceCore:
         if entry.state is QueueState.ACTIVE:
             self._emit(StopQueue(entry.mq))
             entry.state = QueueState.DRAINING
-        self._persist_for_release(entry, now, max(0, event.next_offset))  # the round follows the release (T3)
+        self._drained(entry, now, max(0, event.next_offset))  # the round follows the release (T3)
 
     def _persist_all(self, now: float) -> None:
         for entry in self._entries.values():
-            if entry.state not in (QueueState.ACTIVE, QueueState.DRAINING) or entry.pq is None:
+            if entry.state not in _STARTED or entry.pq is None:
                 continue
             if self.config.uses_locks and not self._lock_valid(entry, now):
                 continue  # L5
@@ -1100,7 +1137,7 @@ class RebalanceCore:
                 return
         if entry.holds_lock and now >= entry.locked_until:
             entry.holds_lock = False  # L2: the client lock lapsed
-            if entry.state in (QueueState.ACTIVE, QueueState.DRAINING):
+            if entry.state in _STARTED:
                 self._lose(entry, now)
                 return
         if now < entry.deadline:
@@ -1114,7 +1151,9 @@ class RebalanceCore:
         elif state in (QueueState.READING, QueueState.QUERYING):
             self._lookup_failed(entry, now)
         elif state is QueueState.DRAINING:
-            self._persist_for_release(entry, now)  # L3: the bounded wait is over
+            self._drained(entry, now)  # L3: the bounded wait is over
+        elif state is QueueState.REVOKING:
+            self._persist_for_release(entry, now, entry.release_offset)  # L10: the listener's time is up
         elif state is QueueState.PERSISTING and entry.frozen_offset is not None:
             if entry.persist_in_flight:
                 return

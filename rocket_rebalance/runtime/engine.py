@@ -570,7 +570,7 @@ class Engine:
             transaction_count=len(handed),
             locked=self.core.holds_lock(mq, now),
             last_lock_ms=epoch_ms(granted) if granted is not None else self.stats.started_ms(mq),
-            dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.PERSISTING),
+            dropped=self.core.state_of(mq) in (QueueState.DRAINING, QueueState.REVOKING, QueueState.PERSISTING),
             last_pull_ms=epoch_ms(pq.last_pull) if pq is not None else 0,
             last_consume_ms=self.stats.last_consume_ms(mq),
         )

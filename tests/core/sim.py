@@ -40,11 +40,13 @@ from rocket_rebalance.core import (
     PersistOffsets,
     QueryMaxOffset,
     QueuesChanged,
+    QueuesRevoked,
     QueuesUnlocked,
     ReadOffset,
     RebalanceConfig,
     RebalanceCore,
     ReleaseDeadHolders,
+    RevokeQueues,
     RouteUpdated,
     SearchOffset,
     SendHeartbeat,
@@ -70,6 +72,7 @@ REMOTE = (
     SearchOffset,
     PersistOffsets,
     ReleaseDeadHolders,
+    RevokeQueues,  # the application's on_queues_revoked: it may return late, or (expiring) never (L10)
 )
 
 
@@ -146,6 +149,7 @@ class SimConsumer:
     handovers_without_offset: list[HandoverWithoutOffset] = field(default_factory=list)
     shutdown_complete: bool = False
     registered: bool = False  # this consumer's connection is in the broker's registry
+    assigned: set[MessageQueue] = field(default_factory=set)  # what a rebalance listener was told it owns (L10)
     epoch: int = 0  # how often its connection to the brokers was lost (L9)
 
     def feed(self, event: Event) -> list[Action]:
@@ -156,6 +160,7 @@ class SimConsumer:
         return actions
 
     def carry_out(self, action: Action) -> None:
+        self._listen(action)
         if isinstance(action, REMOTE):
             self.sim.pending.append(Request(self, action, self.sim.now, self.epoch))
         elif isinstance(action, StartQueue):
@@ -180,6 +185,26 @@ class SimConsumer:
             self.sim.leave_done(self)
         else:  # pragma: no cover - a new action type the harness does not know
             raise AssertionError(f"unknown action {action!r}")
+
+    def _listen(self, action: Action) -> None:
+        """A rebalance listener's deltas (L10): every queue started is assigned once, then revoked or lost once, and
+        a queue released with its offset was revoked first."""
+        violations = self.sim.violations
+        if isinstance(action, StartQueue):
+            if action.mq in self.assigned:
+                violations.append(f"{self.cid}: {action.mq} started while still assigned")
+            self.assigned.add(action.mq)
+        elif isinstance(action, RevokeQueues):
+            for mq in action.queues:
+                if mq not in self.assigned:
+                    violations.append(f"{self.cid}: {mq} revoked but not assigned")
+                self.assigned.discard(mq)
+        elif isinstance(action, DropQueue):
+            if action.mq in self.assigned and not action.lost and self.core.config.confirm_revoke:
+                violations.append(f"{self.cid}: {action.mq} released with its offset, never revoked")
+            self.assigned.discard(action.mq)
+        elif isinstance(action, ShutdownComplete) and self.assigned:
+            violations.append(f"{self.cid}: shut down with {sorted(map(str, self.assigned))} never revoked")
 
     # runtime-side consumption -------------------------------------------------------------
 
@@ -327,6 +352,11 @@ class Sim:
         client = request.client
         if not client.alive:
             return
+        if isinstance(request.action, RevokeQueues) and not fail:
+            for mq in request.action.queues:  # the listener commits what it holds of them (a pull consumer)
+                for offset in sorted(client.dispatched.get(mq, ())):
+                    if client.alive:
+                        client.consume(mq, offset)
         for event in self._execute(request, fail):
             if client.alive:
                 client.feed(event)
@@ -369,6 +399,8 @@ class Sim:
             if fail:
                 return [OffsetLookupFailed(action.mq, action.request_id)]
             return [OffsetQueried(action.mq, broker.min_offset[action.mq], action.request_id)]
+        if isinstance(action, RevokeQueues):  # returned (fail: it raised, which the runtime answers the same)
+            return [QueuesRevoked(frozenset(action.queues))]
         if isinstance(action, PersistOffsets):
             if fail:
                 return [OffsetsPersistFailed(dict(action.offsets))]

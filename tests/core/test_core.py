@@ -579,7 +579,7 @@ def test_a_renewal_refused_drops_the_queue() -> None:
     d.start()
     d(Tick(), at=20.0)
     actions = d(LockResult(frozenset(QS), frozenset(QS[1:])))
-    assert only(actions, DropQueue) == [DropQueue(QS[0])] and StopQueue(QS[0]) in actions
+    assert only(actions, DropQueue) == [DropQueue(QS[0], lost=True)] and StopQueue(QS[0]) in actions
     # The round that started at 20 s takes it again: lock first, then a fresh read.
     relock = only(d(ConsumerListFetched(T, (ME,))), LockQueues)
     assert relock and relock[0].queues == (QS[0],)

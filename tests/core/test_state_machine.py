@@ -43,6 +43,7 @@ INTERVALS = dict(
     request_timeout=REQUEST_TIMEOUT,
     dead_holder_grace=0.05,
     rejoin_delay=0.2,
+    revoke_timeout=1.5,
 )
 
 
@@ -54,6 +55,7 @@ class RebalanceWorld(RuleBasedStateMachine):
     graceful = False
     shared_ids = False  # joins may reuse a running consumer's client ID (cloned containers)
     broker_keeps_locks = False  # RocketMQ keeps a closed connection's locks for their lifetime; the stub frees them
+    listener = False  # a rebalance listener: every release revokes first (L10)
     strategy: AllocateMessageQueueStrategy = create_strategy("AVG")
 
     def __init__(self) -> None:
@@ -79,6 +81,7 @@ class RebalanceWorld(RuleBasedStateMachine):
             # (Orderly ignores the bound and waits for the message in consumption: the orderly worlds check that.)
             handover_drain_timeout=1e9 if self.graceful and not self.orderly else 0.5,
             strategy=self.strategy,
+            confirm_revoke=self.listener,
             **INTERVALS,  # type: ignore[arg-type]
         )
 
@@ -381,6 +384,33 @@ class CrossTopicWorld(RebalanceWorld):
     strategy = create_strategy("CROSS_TOPIC", inner="CONSISTENT_HASH_BOUNDED")
 
 
+class ListenerFencedWorld(RebalanceWorld):
+    """A rebalance listener on every consumer (L10), in the general world: its revokes return late, raise, or
+    never return (they expire and ``revoke_timeout`` goes on); the fence's invariants hold as without it, and every
+    consumer's listener sees each queue assigned once, then revoked or lost once (checked by the harness)."""
+
+    listener = True
+
+
+class ListenerGracefulWorld(RebalanceWorld):
+    """With a listener and nothing lost: a revoke between drain and persist must not make a move re-deliver."""
+
+    listener = True
+    graceful = True
+
+
+class ListenerOrderlyWorld(RebalanceWorld):
+    listener = True
+    orderly = True
+
+
+class ListenerJavaWorld(RebalanceWorld):
+    """With a listener and no fence: revoke still comes before the release's offset write."""
+
+    listener = True
+    fenced = False
+
+
 TestFencedConcurrent = FencedConcurrentWorld.TestCase
 TestFencedConcurrent.settings = SETTINGS
 TestOrderly = OrderlyWorld.TestCase
@@ -401,3 +431,11 @@ TestSharedIdOrderly = SharedIdOrderlyWorld.TestCase
 TestSharedIdOrderly.settings = SETTINGS
 TestCrossTopic = CrossTopicWorld.TestCase
 TestCrossTopic.settings = SETTINGS
+TestListenerFenced = ListenerFencedWorld.TestCase
+TestListenerFenced.settings = SETTINGS
+TestListenerGraceful = ListenerGracefulWorld.TestCase
+TestListenerGraceful.settings = SETTINGS
+TestListenerOrderly = ListenerOrderlyWorld.TestCase
+TestListenerOrderly.settings = SETTINGS
+TestListenerJava = ListenerJavaWorld.TestCase
+TestListenerJava.settings = SETTINGS
