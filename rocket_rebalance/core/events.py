@@ -30,6 +30,8 @@ __all__ = [
     "OffsetRead",
     "OffsetsPersistFailed",
     "OffsetsPersisted",
+    "PersistRequested",
+    "QueueSeeked",
     "QueuesRevoked",
     "QueuesUnlocked",
     "RouteUpdated",
@@ -214,6 +216,20 @@ class MessagesReturned(Event):
 
     mq: MessageQueue
     offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSeeked(Event):
+    """The application moved ``mq`` to ``offset`` (a pull consumer's seek): its messages in flight are forgotten and
+    the runtime pulls from ``offset`` next (O4)."""
+
+    mq: MessageQueue
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PersistRequested(Event):
+    """Write every held queue's commit offset now, as the periodic write does (a pull consumer's ``commit()``; O4)."""
 
 
 @dataclass(frozen=True, slots=True)

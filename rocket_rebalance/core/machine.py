@@ -102,6 +102,11 @@ Offsets
       it backwards, as in Java), persists it, releases the queue and asks for an immediate round.
   O3. At most one offset write per queue is on the way at a time (the next waits for its answer), so writes of
       one queue cannot overtake each other on the network and rewind the stored offset.
+  O4. A pull consumer moves the application's way: ``QueueSeeked(mq, offset)`` forgets an active queue's messages
+      in flight and pulls from ``offset`` next; the commit offset still never moves back (O1), so a seek backwards
+      re-delivers what lies between without rewinding the stored offset, and a seek forward moves the commit
+      offset up to it. ``PersistRequested`` (``commit()``) writes every held queue's commit offset at once, as the
+      periodic write does (L5 and O3 apply).
 
 Time
   M1. Every timer is a deadline compared with ``now``; after each event the core emits ``WakeAt(t)`` when its
@@ -168,6 +173,8 @@ from rocket_rebalance.core.events import (
     OffsetRead,
     OffsetsPersisted,
     OffsetsPersistFailed,
+    PersistRequested,
+    QueueSeeked,
     QueuesRevoked,
     QueuesUnlocked,
     RouteUpdated,
@@ -312,6 +319,8 @@ class RebalanceCore:
             MessagesConsumed: self._on_handed_back,
             MessagesReturned: self._on_handed_back,
             OffsetIllegal: self._on_offset_illegal,
+            QueueSeeked: self._on_seeked,
+            PersistRequested: self._on_persist_requested,
             ShutdownRequested: self._on_shutdown,
         }
 
@@ -381,6 +390,12 @@ class RebalanceCore:
             for mq, entry in self._entries.items()
             if entry.refused_since is not None and entry.state is QueueState.LOCK_WAIT
         }
+
+    def stored_offset(self, mq: MessageQueue) -> int | None:
+        """The offset the store is known to hold for ``mq`` (read at its start, or acknowledged since); None when
+        not held or not known."""
+        entry = self._entries.get(mq)
+        return None if entry is None else entry.acked
 
     def stuck_releases(self) -> dict[MessageQueue, tuple[float, int]]:
         """L8: each queue being released whose offset write failed: when it first failed, and how often."""
@@ -1028,6 +1043,14 @@ class RebalanceCore:
             self._emit(StopQueue(entry.mq))
             entry.state = QueueState.DRAINING
         self._drained(entry, now, max(0, event.next_offset))  # the round follows the release (T3)
+
+    def _on_seeked(self, event: QueueSeeked, now: float) -> None:
+        entry = self._entries.get(event.mq)
+        if entry is not None and entry.state is QueueState.ACTIVE and entry.pq is not None:
+            entry.pq.seek(event.offset)
+
+    def _on_persist_requested(self, event: PersistRequested, now: float) -> None:
+        self._persist_all(now)
 
     def _persist_all(self, now: float) -> None:
         for entry in self._entries.values():

@@ -134,6 +134,18 @@ class ProcessQueue:
                 self._dispatched -= 1
         self._recompute()
 
+    def seek(self, offset: int) -> None:
+        """Forget every message in flight and go on from ``offset`` (O4); the commit offset does not move back."""
+        if offset < 0:
+            raise ValueError(f"offset of {self.mq} must be >= 0, got {offset}")
+        if self._frozen:
+            return
+        self._order.clear()
+        self._in_flight.clear()
+        self._dispatched = 0
+        self._next_offset = offset
+        self._recompute()
+
     def freeze(self, offset: int | None = None) -> int:
         """Pin the commit offset (the current one, or ``offset`` as the broker dictates) and return it."""
         if offset is not None:

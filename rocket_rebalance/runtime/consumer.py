@@ -1,8 +1,12 @@
-"""The consumer an application embeds: subscribe, give a listener, ``start()``, ``shutdown()``.
+"""The consumers an application embeds: what they share, and the threaded push consumer.
 
-Like Java's ``DefaultMQPushConsumer``: the library decides which queues this process owns, pulls them, and hands
-messages to the listener (concurrently, or one at a time per queue when orderly). Without a message listener it is
-the pull-style use: only ``queue_listener`` is told which queues are ours, and the application pulls itself.
+:class:`ConsumerBase` holds what every consumer of this library takes and does alike, threaded or asyncio, push or
+pull: the subscriptions, the core's settings, the wire and its credentials, the offset store, metrics, a rebalance
+listener, and the reads (``describe()``, ``healthy``, ``owned_queues()``). :class:`PushConsumer` is Java's
+``DefaultMQPushConsumer``: the library decides which queues this process owns, pulls them, and hands messages to
+the listener (concurrently, or one at a time per queue when orderly). Without a message listener only
+``queue_listener`` is told which queues are ours; :class:`~rocket_rebalance.runtime.pull_consumer.PullConsumer`
+is the consumer to pull with. The asyncio twins are in :mod:`rocket_rebalance.runtime.async_consumer`.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
 from rocket_rebalance.model import (
@@ -26,24 +31,27 @@ from rocket_rebalance.model import (
     check_group_name,
     check_topic_name,
 )
-from rocket_rebalance.runtime.engine import Engine, EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.driver import Driver, EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.engine import Engine
 from rocket_rebalance.runtime.health import ErrorHook
+from rocket_rebalance.runtime.listener import RebalanceListener
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.offset_store import (
+    BrokerOffsets,
     LocalFileOffsetStore,
     OffsetStore,
-    RemoteOffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.transport import Transport, TransportError
-from rocket_rebalance.runtime.transport.wire import open_transport
+from rocket_rebalance.runtime.plans import Call, Plan, run
+from rocket_rebalance.runtime.transport import AsyncTransport, Transport, TransportError
+from rocket_rebalance.runtime.transport.wire import open_async_transport, open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.subscription import TAG, SubscriptionExpression, subscriptions_from
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-__all__ = ["WAIT_INTERVAL_ENV", "MetricsUnavailableError", "PushConsumer", "default_client_id"]
+__all__ = ["WAIT_INTERVAL_ENV", "ConsumerBase", "MetricsUnavailableError", "PushConsumer", "default_client_id"]
 
 
 class MetricsUnavailableError(ImportError):
@@ -99,32 +107,33 @@ def default_client_id(unit_name: str | None = None) -> str:
     return build_client_id(_local_ip(), f"{os.getpid()}#{time.monotonic_ns()}", unit_name)
 
 
-class PushConsumer:
-    """One member of a consumer group. ``namesrv_addr`` picks the wire: a RocketMQ name-server list
-    (``host:port;host:port``) speaks RocketMQ's remoting protocol, ``grpc://host:port`` talks to
-    ``nameserver_stub``. ``on_error(kind, error)`` hears of every failure the consumer retries (``healthy`` and
-    ``describe()`` say what is failing now; the log says it at WARNING, at most every 30 s per kind). Intervals
-    (``rebalance_interval``, ``persist_interval`` ...) and other :class:`RebalanceConfig` fields may be passed as
-    keyword arguments; defaults are the Java client's.
+E = TypeVar("E", bound=Driver)
 
-    ``topics`` is a list of topic names (each subscribed with ``*``) or a mapping of topic to a TAG expression
-    (``{"Orders": "TagA || TagB"}``) or a :class:`~rocket_rebalance.subscription.SubscriptionExpression` (SQL92);
-    :meth:`subscribe` adds one. Every member of a group must subscribe each topic alike (the broker keeps one
-    subscription per topic for the whole group).
 
-    ``metrics=True`` exposes this consumer's metrics through ``prometheus_client``'s default registry (served by
-    whatever serves it in the application, ``prometheus_client.start_http_server`` say), ``metrics=registry``
-    through that registry; see :mod:`rocket_rebalance.runtime.prometheus` for the names. Off by default, and
-    then ``prometheus_client`` is never loaded."""
+class ConsumerBase(Generic[E]):
+    """What every consumer shares (see the module docstring). ``namesrv_addr`` picks the wire: a RocketMQ
+    name-server list (``host:port;host:port``) speaks RocketMQ's remoting protocol, ``grpc://host:port`` talks to
+    ``nameserver_stub``; ``asynchronous`` opens the asyncio twin of the wire. ``topics`` is a list of topic names
+    (each subscribed with ``*``) or a mapping of topic to a TAG expression (``{"Orders": "TagA || TagB"}``) or a
+    :class:`~rocket_rebalance.subscription.SubscriptionExpression` (SQL92); :meth:`subscribe` adds one. Every member
+    of a group must subscribe each topic alike (the broker keeps one subscription per topic for the whole group).
+
+    ``on_error(kind, error)`` hears of every failure the consumer retries (``healthy`` and ``describe()`` say what
+    is failing now; the log says it at WARNING, at most every 30 s per kind). Intervals (``rebalance_interval``,
+    ``persist_interval`` ...) and other :class:`RebalanceConfig` fields may be passed as keyword arguments; defaults
+    are the Java client's. ``rebalance_listener`` (a :class:`~rocket_rebalance.runtime.listener.RebalanceListener`)
+    hears each queue assigned, revoked and lost. ``metrics=True`` exposes this consumer's metrics through
+    ``prometheus_client``'s default registry, ``metrics=registry`` through that registry (see
+    :mod:`rocket_rebalance.runtime.prometheus`); off by default, and then ``prometheus_client`` is never loaded."""
 
     def __init__(
         self,
         namesrv_addr: str,
         consumer_group: str,
         *,
+        asynchronous: bool,
+        push: bool,
         topics: Iterable[str] | Mapping[str, str | SubscriptionExpression] = (),
-        listener: MessageListener | None = None,
-        queue_listener: QueueListener | None = None,
         strategy: AllocateMessageQueueStrategy | None = None,
         message_model: MessageModel = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
@@ -142,11 +151,12 @@ class PushConsumer:
         tls_verify: bool = True,
         offset_file: Path | None = None,
         reset_offsets: bool = False,
-        transport: Transport | None = None,
-        offset_store: OffsetStore | None = None,
+        transport: Transport | AsyncTransport | None = None,
+        offset_store: OffsetStore | BrokerOffsets | None = None,
         settings: EngineSettings | None = None,
         on_error: ErrorHook | None = None,
         metrics: bool | CollectorRegistry = False,
+        rebalance_listener: RebalanceListener | None = None,
         **config: Any,
     ) -> None:
         check_group_name(consumer_group)
@@ -158,6 +168,10 @@ class PushConsumer:
         timestamp = None
         if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             timestamp = int(config.pop("consume_timestamp_ms", default_consume_timestamp_ms(int(time.time() * 1000))))
+        if rebalance_listener is not None and not isinstance(rebalance_listener, RebalanceListener):
+            raise TypeError(
+                f"rebalance_listener must be a RebalanceListener (subclass it), got {type(rebalance_listener).__name__}"
+            )
         self.config = RebalanceConfig(
             consumer_group=consumer_group,
             client_id=self.client_id,
@@ -167,7 +181,8 @@ class PushConsumer:
             consume_timestamp_ms=timestamp,
             strategy=strategy or create_strategy("AVG"),
             fenced_handover=fenced_handover,
-            push_consumer=listener is not None,
+            push_consumer=push,
+            confirm_revoke=rebalance_listener is not None,
             **config,
         )
         credentials = _credentials(access_key, secret_key, security_token)
@@ -176,24 +191,20 @@ class PushConsumer:
         tls_settings = _tls(tls, tls_ca_file, tls_cert_file, tls_key_file, tls_verify)
         if transport is not None and tls_settings is not None:
             raise ValueError("the tls options are for the transport the consumer opens, not a given one")
-        self.transport = transport or open_transport(
-            namesrv_addr, token=token, credentials=credentials, tls=tls_settings
-        )
+        opener = open_async_transport if asynchronous else open_transport
+        self.transport = transport or opener(namesrv_addr, token=token, credentials=credentials, tls=tls_settings)
         if offset_store is None:
             if message_model is MessageModel.BROADCASTING:
                 path = offset_file or default_offset_path(self.client_id, consumer_group)
                 offset_store = LocalFileOffsetStore(path, reset=reset_offsets)
-            else:
-                offset_store = RemoteOffsetStore(self.transport, consumer_group, self.client_id)
-        self._listener = listener
-        self._queue_listener = queue_listener
+            else:  # on the consumer's own wire, threaded or asyncio
+                offset_store = BrokerOffsets(consumer_group, self.client_id)
         self._offset_store = offset_store
         self._settings = settings
         self._on_error = on_error
-        self._engine: Engine | None = None
-        self._stopper: threading.Thread | None = None
-        self._clean: bool | None = None
-        self._stop_lock = threading.Lock()
+        self._rebalance_listener = rebalance_listener
+        self._engine: E | None = None
+        self._closed = False
         self._metrics_registry = self._check_metrics(metrics)
         self._metrics: ConsumeMetrics | None = None
         self._remove_metrics: Callable[[], None] | None = None
@@ -223,31 +234,35 @@ class PushConsumer:
         """Each subscribed topic's expression."""
         return dict(self._subscriptions)
 
-    def start(self) -> None:
-        if self._stopper is not None:
-            raise RuntimeError("this consumer was shut down: build a new PushConsumer to consume again")
+    def _starting(self) -> None:
+        """What ``start()`` checks and sets up before the engine exists."""
+        if self._closed:
+            raise RuntimeError(f"this consumer was shut down: build a new {type(self).__name__} to consume again")
         if self._engine is not None:
             raise RuntimeError("already started")
         if not self._subscriptions:
             raise ValueError("subscribe to at least one topic before start()")
-        self._check_subscriptions()
         if self._metrics_registry is not False:
             self._metrics = ConsumeMetrics()
-        self._engine = Engine(
-            self.config,
-            self._subscriptions,
-            self.transport,
-            self._offset_store,
-            self._listener,
-            self._queue_listener,
-            self._settings,
-            self._on_error,
-            self._subscriptions,
-            self._metrics,
-        )
+
+    def _engine_args(self) -> dict[str, Any]:
+        """The engine's arguments every consumer passes alike."""
+        return {
+            "config": self.config,
+            "topics": self._subscriptions,
+            "transport": self.transport,
+            "offset_store": self._offset_store,
+            "settings": self._settings,
+            "on_error": self._on_error,
+            "expressions": self._subscriptions,
+            "metrics": self._metrics,
+            "rebalance_listener": self._rebalance_listener,
+        }
+
+    def _started(self, engine: E) -> None:
+        self._engine = engine
         if self._metrics is not None:
             self._remove_metrics = self._export_metrics(self._metrics)
-        self._engine.start()
 
     def _export_metrics(self, recorded: ConsumeMetrics) -> Callable[[], None]:
         from rocket_rebalance.runtime.prometheus import ConsumerSource, add_consumer
@@ -258,7 +273,13 @@ class PushConsumer:
         registry = self._metrics_registry
         return add_consumer(source, None if isinstance(registry, bool) else registry)
 
-    def _check_subscriptions(self) -> None:
+    def _ended(self) -> None:
+        """After the shutdown: the consumer leaves the metrics registry."""
+        if self._remove_metrics is not None:
+            self._remove_metrics()
+            self._remove_metrics = None
+
+    def _check_subscriptions(self) -> Plan[None]:
         """As Java's ``checkClientInBroker`` at start: each broker of a topic subscribed with something other than
         tags is asked whether it can filter by it; a refusal (:class:`SubscriptionRefusedError`: the broker's
         ``enablePropertyFilter`` is off, or the expression does not compile) fails the start. A topic whose route
@@ -267,11 +288,80 @@ class PushConsumer:
             if expression.expression_type == TAG:
                 continue
             try:
-                brokers = sorted({data.broker_name for data in self.transport.route(topic).queue_datas})
+                route = yield Call("route", (topic,))
             except TransportError:
                 continue
-            for broker in brokers:
-                self.transport.check_subscription(broker, self.config.consumer_group, self.client_id, topic, expression)
+            for broker in sorted({data.broker_name for data in route.queue_datas}):
+                yield Call(
+                    "check_subscription", (broker, self.config.consumer_group, self.client_id, topic, expression)
+                )
+
+    def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
+        """The queues this consumer owns now, per topic (the retry topic included)."""
+        return {} if self._engine is None else self._engine.owned()
+
+    def describe(self) -> dict[str, object]:
+        """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis."""
+        return {"started": False} if self._engine is None else self._engine.describe()
+
+    @property
+    def healthy(self) -> bool:
+        """False while something keeps failing (a route, a heartbeat, pulls, offset writes ...): see
+        ``describe()["problems"]``; each failure also reaches ``on_error(kind, error)`` and the log."""
+        return self._engine is not None and self._engine.health.healthy
+
+    @property
+    def consumed(self) -> int:
+        """Messages consumed so far (a push consumer's listener finished them; a pull consumer's were committed,
+        or polled with auto-commit)."""
+        return 0 if self._engine is None else self._engine.consumed
+
+
+class PushConsumer(ConsumerBase[Engine]):
+    """One member of a consumer group whose messages go to ``listener`` (see :class:`ConsumerBase` for the options
+    every consumer shares). ``with PushConsumer(...) as consumer:`` starts it and shuts it down.
+
+    ``listener(messages)`` consumes a batch (raising means "not consumed": retried while the queue is still ours; an
+    ``async def`` one is run to its end on the listener's thread); ``consume_orderly=True`` gives one batch at a
+    time per queue, holding its broker lock. ``queue_listener(topic, mq_all, mq_divided)`` is Java's
+    ``MessageQueueListener``; without a ``listener`` it is all the application hears, and nothing is pulled."""
+
+    def __init__(
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        listener: MessageListener | None = None,
+        queue_listener: QueueListener | None = None,
+        transport: Transport | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(
+            namesrv_addr, consumer_group, asynchronous=False, push=listener is not None, transport=transport, **options
+        )
+        self._listener = listener
+        self._queue_listener = queue_listener
+        self._stopper: threading.Thread | None = None
+        self._clean: bool | None = None
+        self._stop_lock = threading.Lock()
+
+    def __enter__(self) -> PushConsumer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def start(self) -> None:
+        if self._stopper is not None:
+            self._closed = True
+        self._starting()
+        run(self._check_subscriptions(), self.transport)
+        engine = Engine(listener=self._listener, queue_listener=self._queue_listener, **self._engine_args())
+        self._started(engine)
+        engine.start()
 
     def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close.
@@ -301,24 +391,4 @@ class PushConsumer:
         """The shutdown itself, on a thread of its own (not a daemon: it persists the offsets, within timeout);
         the consumer leaves the metrics registry once done."""
         self._clean = engine.shutdown(timeout)
-        if self._remove_metrics is not None:
-            self._remove_metrics()
-
-    def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
-        """The queues this consumer owns now, per topic (the retry topic included)."""
-        return {} if self._engine is None else self._engine.owned()
-
-    def describe(self) -> dict[str, object]:
-        """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis."""
-        return {"started": False} if self._engine is None else self._engine.describe()
-
-    @property
-    def healthy(self) -> bool:
-        """False while something keeps failing (a route, a heartbeat, pulls, offset writes ...): see
-        ``describe()["problems"]``; each failure also reaches ``on_error(kind, error)`` and the log."""
-        return self._engine is not None and self._engine.health.healthy
-
-    @property
-    def consumed(self) -> int:
-        """Messages the listener finished so far."""
-        return 0 if self._engine is None else self._engine.consumed
+        self._ended()

@@ -26,6 +26,7 @@ from rocket_rebalance.model import MessageQueue
 
 __all__ = [
     "AWAIT_TIME_BOUNDS_MS",
+    "CALLBACK_BOUNDS",
     "PERSIST_BOUNDS",
     "PROCESS_TIME_BOUNDS_MS",
     "ConsumeMetrics",
@@ -40,6 +41,8 @@ AWAIT_TIME_BOUNDS_MS = (1.0, 5.0, 20.0, 100.0, 1000.0, 5000.0, 10_000.0)
 """``rocketmq_await_time``'s buckets in the same client (``HistogramEnum.AWAIT_TIME``), in ms."""
 PERSIST_BOUNDS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Seconds: an offset write is one round trip to each broker (a request times out after 3 s)."""
+CALLBACK_BOUNDS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0)
+"""Seconds a rebalance listener's callback took (a revoke is waited for up to ``revoke_timeout``, 15 s)."""
 
 
 @dataclass
@@ -82,6 +85,7 @@ class ConsumeMetrics:
         self._await: dict[str, Histogram] = {}
         self._persist = Histogram(PERSIST_BOUNDS)
         self._persist_failures = 0
+        self._callbacks: dict[str, Histogram] = {}
 
     def consumed(self, topic: str, awaited_ms: float | None, call_ms: float, ok: int, failed: int, calls: int) -> None:
         """One consume task of ``topic``: ``calls`` listener calls of ``call_ms`` each (on average) after
@@ -105,6 +109,19 @@ class ConsumeMetrics:
             self._persist.observe(seconds)
             if not ok:
                 self._persist_failures += 1
+
+    def callback(self, name: str, seconds: float) -> None:
+        """One rebalance listener callback (``assigned``, ``revoked`` or ``lost``) that took ``seconds``."""
+        with self._lock:
+            histogram = self._callbacks.get(name)
+            if histogram is None:
+                histogram = self._callbacks[name] = Histogram(CALLBACK_BOUNDS)
+            histogram.observe(seconds)
+
+    def callback_times(self) -> dict[str, Histogram]:
+        """Each rebalance callback's durations, by name."""
+        with self._lock:
+            return {name: histogram.copy() for name, histogram in self._callbacks.items()}
 
     def process_times(self) -> dict[tuple[str, bool], Histogram]:
         """(topic, consumed) -> the process times of its messages."""

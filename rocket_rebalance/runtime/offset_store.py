@@ -12,14 +12,25 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 from rocket_rebalance.inputs import InputFileError, read_input_text
 from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.runtime.plans import Blocking, Call, Plan, run
 from rocket_rebalance.runtime.transport import Transport, TransportError
 
-__all__ = ["LocalFileOffsetStore", "OffsetStore", "OffsetStoreError", "RemoteOffsetStore", "default_offset_path"]
+__all__ = [
+    "BrokerOffsets",
+    "LocalFileOffsetStore",
+    "OffsetStore",
+    "OffsetStoreError",
+    "RemoteOffsetStore",
+    "default_offset_path",
+    "persist_plan",
+    "read_plan",
+]
 
 
 log = logging.getLogger("rocket_rebalance.runtime")
@@ -35,21 +46,25 @@ class OffsetStore(Protocol):
     def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]: ...
 
 
-class RemoteOffsetStore:
-    """Offsets on the brokers, per consumer group (RocketMQ's ``RemoteBrokerOffsetStore``)."""
+class BrokerOffsets:
+    """Offsets on the brokers, per consumer group (RocketMQ's ``RemoteBrokerOffsetStore``), as plans
+    (:mod:`rocket_rebalance.runtime.plans`): the steps of a read and of a write, the same for the threaded and the
+    asyncio runtime, which carry out the transport calls on their own wire (every consumer's default store in
+    CLUSTERING). :class:`RemoteOffsetStore` runs them on a threaded transport for callers that want plain
+    methods."""
 
-    def __init__(self, transport: Transport, consumer_group: str, client_id: str) -> None:
-        self._transport = transport
+    def __init__(self, consumer_group: str, client_id: str) -> None:
         self._group = consumer_group
         self._client_id = client_id
 
-    def read(self, mq: MessageQueue) -> int | None:
+    def read_plan(self, mq: MessageQueue) -> Plan[int | None]:
         try:
-            return self._transport.query_offsets(mq.broker_name, self._group, [mq]).get(mq)
+            stored: dict[MessageQueue, int | None] = yield Call("query_offsets", (mq.broker_name, self._group, [mq]))
         except TransportError as error:
             raise OffsetStoreError(str(error)) from None
+        return stored.get(mq)
 
-    def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+    def persist_plan(self, offsets: Mapping[MessageQueue, int]) -> Plan[dict[MessageQueue, int]]:
         """Write per broker; a broker that fails leaves its queues out of the answer (the core retries them)."""
         by_broker: dict[str, dict[MessageQueue, int]] = {}
         for mq, offset in offsets.items():
@@ -58,7 +73,9 @@ class RemoteOffsetStore:
         failures = []
         for broker, batch in by_broker.items():
             try:
-                result = self._transport.update_offsets(broker, self._group, self._client_id, batch)
+                result: dict[MessageQueue, int] = yield Call(
+                    "update_offsets", (broker, self._group, self._client_id, batch)
+                )
             except TransportError as error:
                 failures.append(str(error))
                 continue
@@ -66,6 +83,40 @@ class RemoteOffsetStore:
         if failures and not stored:
             raise OffsetStoreError("; ".join(failures))
         return stored
+
+
+class RemoteOffsetStore:
+    """The broker's offsets (:class:`BrokerOffsets`) with plain methods, over a threaded transport: an
+    :class:`OffsetStore` like any other (the consumers themselves run :class:`BrokerOffsets` on their own wire)."""
+
+    def __init__(self, transport: Transport, consumer_group: str, client_id: str) -> None:
+        self._plans = BrokerOffsets(consumer_group, client_id)
+        self._transport = transport
+
+    def read(self, mq: MessageQueue) -> int | None:
+        return run(self._plans.read_plan(mq), self._transport)
+
+    def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+        return run(self._plans.persist_plan(offsets), self._transport)
+
+
+def read_plan(store: OffsetStore | BrokerOffsets, mq: MessageQueue) -> Plan[int | None]:
+    """A read of any store as a plan: the broker's offsets on the consumer's own wire, any other store (a file,
+    the application's own) by its methods, as blocking local work."""
+    if isinstance(store, BrokerOffsets):
+        return (yield from store.read_plan(mq))
+    stored: int | None = yield Blocking(partial(store.read, mq))
+    return stored
+
+
+def persist_plan(
+    store: OffsetStore | BrokerOffsets, offsets: Mapping[MessageQueue, int]
+) -> Plan[dict[MessageQueue, int]]:
+    """A write to any store as a plan (see :func:`read_plan`)."""
+    if isinstance(store, BrokerOffsets):
+        return (yield from store.persist_plan(offsets))
+    stored: dict[MessageQueue, int] = yield Blocking(partial(store.persist, offsets))
+    return stored
 
 
 def default_offset_path(client_id: str, consumer_group: str) -> Path:

@@ -11,7 +11,9 @@ happen: each scrape reads the core's totals on the service thread and what :clas
     trigger to table applied), ``last_rebalance_seconds_ago``, ``last_rebalance_info{trigger,reason}``,
     ``assigned_queues{topic}``, ``queues_assigned_total{topic}``, ``queues_revoked_total{topic}``,
     ``queues_lost_total{topic}``, ``lock_failures_total{topic}``, ``offset_persist_seconds`` (histogram),
-    ``offset_persist_failures_total``.
+    ``offset_persist_failures_total``, ``rebalance_listener_seconds{callback}`` (histogram: how long each
+    ``on_queues_assigned``, ``on_queues_revoked`` and ``on_queues_lost`` took; with the fence a revoke holds up
+    the queue's next owner for that long).
 ``rocketmq_*``: the RocketMQ 5 client's consumer metrics, with its names, units (ms) and labels (``topic``,
     ``consumer_group``, ``client_id``), so its dashboards read ours unchanged
     ``process_time{invocation_status}`` and ``await_time`` (histograms with its buckets),
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from rocket_rebalance.runtime.engine import Engine
+from rocket_rebalance.runtime.driver import Driver
 from rocket_rebalance.runtime.metrics import ConsumeMetrics, Histogram
 
 __all__ = ["ConsumerSource", "add_consumer", "serve"]
@@ -43,7 +45,7 @@ class ConsumerSource:
     group: str
     client: str
     strategy: str
-    engine: Callable[[], Engine | None]
+    engine: Callable[[], Driver | None]
     recorded: ConsumeMetrics
 
 
@@ -92,6 +94,7 @@ def _describe() -> list[Metric]:
         ("counter", "rocket_rebalance_lock_failures"),
         ("histogram", "rocket_rebalance_offset_persist_seconds"),
         ("counter", "rocket_rebalance_offset_persist_failures"),
+        ("histogram", "rocket_rebalance_rebalance_listener_seconds"),
         ("histogram", "rocketmq_process_time"),
         ("histogram", "rocketmq_await_time"),
         ("gauge", "rocketmq_consumer_cached_messages"),
@@ -110,6 +113,14 @@ def _collect_one(families: _Families, source: ConsumerSource) -> None:
     families.counter(
         "rocket_rebalance_offset_persist_failures", "Offset writes that failed or left queues unstored", _OURS
     ).add_metric(ours, persist_failures)
+    for name, hist in sorted(source.recorded.callback_times().items()):
+        families.histogram(
+            "rocket_rebalance_rebalance_listener_seconds",
+            "Rebalance listener callbacks (assigned, revoked, lost), seconds each took",
+            (*_OURS, "callback"),
+            (*ours, name),
+            hist,
+        )
     for (topic, success), hist in sorted(source.recorded.process_times().items()):
         status = "success" if success else "failure"
         families.histogram(

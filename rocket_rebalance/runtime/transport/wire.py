@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from rocket_rebalance.model import AclCredentials, TlsSettings
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, AdminTransport
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, AdminTransport, AsyncTransport
 
-__all__ = ["open_transport", "parse_address"]
+__all__ = ["open_async_transport", "open_transport", "parse_address"]
 
 _HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")
 
@@ -41,17 +41,13 @@ def _valid_host_port(part: str) -> bool:
     return match is not None and 0 < int(match["port"]) < 65536
 
 
-def open_transport(
-    address: str,
-    token: str | None = None,
-    timeout: float = 5.0,
-    credentials: AclCredentials | None = None,
-    tls: TlsSettings | None = None,
-) -> AdminTransport:
-    """The transport that ``address`` asks for (see :func:`parse_address`). ``token`` is the stub's shared token,
-    ``credentials`` RocketMQ's ACL keys and ``tls`` RocketMQ's TLS: each belongs to one wire, and given to the other
-    it is refused in one line rather than ignored (a cluster that wants credentials would otherwise refuse every
-    request; a TLS setting silently dropped would send in the clear what was meant to be encrypted)."""
+def _checked(
+    address: str, token: str | None, credentials: AclCredentials | None, tls: TlsSettings | None
+) -> tuple[str, list[str]]:
+    """The wire and addresses of ``address``, with the options that belong to the other wire refused: ``token`` is
+    the stub's shared token, ``credentials`` RocketMQ's ACL keys and ``tls`` RocketMQ's TLS, and each given to the
+    wrong wire is refused in one line rather than ignored (a cluster that wants credentials would otherwise refuse
+    every request; a TLS setting silently dropped would send in the clear what was meant to be encrypted)."""
     wire, addresses = parse_address(address)
     if wire == "grpc":
         if credentials is not None:
@@ -64,14 +60,46 @@ def open_transport(
                 "TLS options (tls, --tls and the --tls-* files) are for a RocketMQ name server, not "
                 "nameserver_stub (grpc://...), which this library reaches in plaintext"
             )
-        from rocket_rebalance.runtime.transport.grpc import GrpcTransport
-
-        return GrpcTransport(addresses[0], token=token, timeout=timeout)
-    if token:
+    elif token:
         raise ValueError(
             "--token is for nameserver_stub (grpc://...); a RocketMQ cluster takes ACL credentials "
             "(--access-key with --secret-key-file or ROCKETMQ_SECRET_KEY)"
         )
+    return wire, addresses
+
+
+def open_transport(
+    address: str,
+    token: str | None = None,
+    timeout: float = 5.0,
+    credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
+) -> AdminTransport:
+    """The transport that ``address`` asks for (see :func:`parse_address` and :func:`_checked`)."""
+    wire, addresses = _checked(address, token, credentials, tls)
+    if wire == "grpc":
+        from rocket_rebalance.runtime.transport.grpc import GrpcTransport
+
+        return GrpcTransport(addresses[0], token=token, timeout=timeout)
     from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 
     return RemotingTransport(addresses, timeout=timeout, credentials=credentials, tls=tls)
+
+
+def open_async_transport(
+    address: str,
+    token: str | None = None,
+    timeout: float = 5.0,
+    credentials: AclCredentials | None = None,
+    tls: TlsSettings | None = None,
+) -> AsyncTransport:
+    """The asyncio transport that ``address`` asks for, as :func:`open_transport` chooses: RocketMQ's remoting
+    protocol on asyncio streams, or ``grpc.aio`` to the stub. It connects lazily, on the loop of its first call."""
+    wire, addresses = _checked(address, token, credentials, tls)
+    if wire == "grpc":
+        from rocket_rebalance.runtime.transport.grpc_async import AsyncGrpcTransport
+
+        return AsyncGrpcTransport(addresses[0], token=token, timeout=timeout)
+    from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
+
+    return AsyncRemotingTransport(addresses, timeout=timeout, credentials=credentials, tls=tls)

@@ -1,0 +1,209 @@
+"""The asyncio consumers: :class:`AsyncPushConsumer` and :class:`AsyncPullConsumer`.
+
+The same core, rules and engine logic as the threaded consumers (:mod:`rocket_rebalance.runtime.driver`), on the
+running event loop (:class:`~rocket_rebalance.runtime.async_engine.AsyncEngine`): the wire is asyncio streams to
+RocketMQ (or ``grpc.aio`` to the stub), timers are the loop's, listeners and rebalance callbacks may be ``async
+def`` and are awaited there. Build a consumer anywhere; ``await start()`` (or ``async with``) binds it to the
+running loop, where it stays. Options are the threaded consumers' (:class:`~rocket_rebalance.runtime.consumer.
+ConsumerBase`).
+
+A plain (not ``async def``) listener or callback is called in place on the loop: keep it quick, or make it a
+coroutine function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+from rocket_rebalance.model import MessageQueue, check_duration
+from rocket_rebalance.runtime.async_engine import AsyncEngine
+from rocket_rebalance.runtime.consumer import ConsumerBase
+from rocket_rebalance.runtime.driver import MessageListener, QueueListener
+from rocket_rebalance.runtime.offset_store import read_plan
+from rocket_rebalance.runtime.plans import run_async
+from rocket_rebalance.runtime.pull_consumer import PullBase, _check_poll
+from rocket_rebalance.runtime.transport import AsyncTransport, Message
+
+__all__ = ["AsyncPullConsumer", "AsyncPushConsumer"]
+
+
+class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
+    """A member of a consumer group whose messages go to ``listener``, on the running event loop (see the module
+    docstring). ``async with AsyncPushConsumer(...) as consumer:`` starts it and shuts it down."""
+
+    transport: AsyncTransport
+
+    def __init__(
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        listener: MessageListener | None = None,
+        queue_listener: QueueListener | None = None,
+        transport: AsyncTransport | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(
+            namesrv_addr, consumer_group, asynchronous=True, push=listener is not None, transport=transport, **options
+        )
+        self._listener = listener
+        self._queue_listener = queue_listener
+        self._stopping: asyncio.Task[bool] | None = None
+
+    async def __aenter__(self) -> AsyncPushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        if self._stopping is not None:
+            self._closed = True
+        self._starting()
+        await run_async(self._check_subscriptions(), self.transport)
+        engine = AsyncEngine(listener=self._listener, queue_listener=self._queue_listener, **self._engine_args())
+        self._started(engine)
+        await engine.start()
+
+    async def shutdown(self, timeout: float = 15.0) -> bool:
+        """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close; True when
+        every queue was released cleanly within ``timeout``. A later call waits for the same shutdown. Awaited from
+        the consumer's own listener or callback, it cannot wait for the shutdown, which waits for that very call:
+        it starts the shutdown and returns False at once."""
+        check_duration("timeout", timeout, zero=True)
+        engine = self._engine
+        if engine is None:
+            return True
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop(engine, timeout))
+        if engine.owns_current_task():
+            return False
+        return await asyncio.shield(self._stopping)
+
+    async def _stop(self, engine: AsyncEngine, timeout: float) -> bool:
+        try:
+            return await engine.shutdown(timeout)
+        finally:
+            self._ended()
+
+
+class AsyncPullConsumer(PullBase[AsyncEngine]):
+    """A member of a consumer group the application pulls from with ``await poll()``, on the running event loop:
+    the threaded :class:`~rocket_rebalance.runtime.pull_consumer.PullConsumer`'s behaviour (see its module), with
+    ``async with``, ``async for message in consumer`` and ``async def`` rebalance callbacks."""
+
+    transport: AsyncTransport
+
+    def __init__(
+        self, namesrv_addr: str, consumer_group: str, *, transport: AsyncTransport | None = None, **options: Any
+    ) -> None:
+        super().__init__(namesrv_addr, consumer_group, asynchronous=True, transport=transport, **options)
+        self._callbacks_lock = asyncio.Lock()
+
+    async def __aenter__(self) -> AsyncPullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def __aiter__(self) -> AsyncIterator[Message]:
+        while not self._closed:
+            for message in await self.poll():
+                yield message
+
+    async def start(self) -> None:
+        self._starting()
+        await run_async(self._check_subscriptions(), self.transport)
+        engine = AsyncEngine(**self._engine_args())
+        self._started(engine)
+        await engine.start()
+
+    async def poll(self, max_messages: int = 32, timeout: float = 1.0) -> list[Message]:
+        """Up to ``max_messages`` messages, waiting up to ``timeout`` seconds for the first; an empty list when none
+        came. Runs (awaits) the rebalance callbacks that are due first."""
+        _check_poll(max_messages, timeout)
+        engine = self._running()
+        deadline = time.monotonic() + timeout
+        while True:
+            await self._run_callbacks(engine)
+            engine.ready.clear()
+            taken = engine.take(max_messages)  # on the loop: the service context itself
+            if taken:
+                return taken
+            if engine.callbacks:
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            try:
+                await asyncio.wait_for(engine.ready.wait(), left)
+            except TimeoutError:
+                return []
+
+    async def _run_callbacks(self, engine: AsyncEngine) -> None:
+        async with self._callbacks_lock:
+            while engine.callbacks:
+                await run_async(engine.callbacks.popleft(), self.transport)
+
+    async def commit(self, timeout: float = 5.0) -> bool:
+        """Everything polled so far counts as consumed, and the offsets are written now; True once the store has
+        them, False when it did not say so within ``timeout`` or a queue was lost first."""
+        check_duration("timeout", timeout, zero=True)
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def answered(ok: bool) -> None:
+            if not answer.done():
+                answer.set_result(ok)
+
+        self._service(lambda engine: engine.commit(answered))
+        try:
+            return await asyncio.wait_for(asyncio.shield(answer), timeout)
+        except TimeoutError:
+            return False
+
+    async def committed(self, queue: MessageQueue) -> int | None:
+        """The offset stored for ``queue`` (None: none yet): what this consumer knows was written, else read."""
+        known = self._committed_here(queue)
+        return known if known is not None else await run_async(read_plan(self._offset_store, queue), self.transport)
+
+    async def seek_to_beginning(self, queue: MessageQueue) -> None:
+        self.seek(queue, await run_async(self._edge(queue, end=False), self.transport))
+
+    async def seek_to_end(self, queue: MessageQueue) -> None:
+        self.seek(queue, await run_async(self._edge(queue, end=True), self.transport))
+
+    async def close(self, timeout: float = 15.0) -> bool:
+        """Release every queue (awaiting ``on_queues_revoked``), write the offsets, unregister, close the wire, all
+        within ``timeout``; True when clean."""
+        check_duration("timeout", timeout, zero=True)
+        engine = self._engine
+        if engine is None or self._closed:
+            self._closed = True
+            return True
+        deadline = time.monotonic() + timeout
+        engine.begin_shutdown()
+        while not engine.shut_down.is_set() and time.monotonic() < deadline:
+            await self._run_callbacks(engine)
+            engine.ready.clear()
+            if not engine.callbacks and not engine.shut_down.is_set():
+                try:
+                    await asyncio.wait_for(engine.ready.wait(), max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    break
+        clean = engine.shut_down.is_set()
+        self._closed = True
+        clean = await engine.finish_shutdown(deadline) and clean
+        self._ended()
+        return clean
+
+    shutdown = close
