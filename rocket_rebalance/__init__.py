@@ -1,9 +1,15 @@
 """rocket-rebalance: which queues a consumer owns, computed exactly as Apache RocketMQ's Java client does.
 
 Every consumer of a group sorts the same queues and client IDs and applies the same strategy, so all agree
-without a coordinator. This top level holds the pure allocation layer; the rebalance engine, its runtime and the
-Spark pipeline live in sub-packages imported on demand (``import rocket_rebalance`` loads neither grpc nor pyspark).
+without a coordinator. This top level holds the pure allocation layer and names the consumer API: ``PushConsumer``,
+``PullConsumer``, ``AsyncPushConsumer``, ``AsyncPullConsumer``, ``RebalanceListener`` and ``Message`` are loaded
+from the runtime when first used, so ``import rocket_rebalance`` loads neither grpc nor pyspark (nor the runtime).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import (
     DuplicateClientIdWarning,
@@ -21,13 +27,46 @@ from rocket_rebalance.strategies import (
     create_strategy,
 )
 
+if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
+    from rocket_rebalance.runtime.async_consumer import AsyncPullConsumer, AsyncPushConsumer
+    from rocket_rebalance.runtime.consumer import PushConsumer
+    from rocket_rebalance.runtime.listener import RebalanceListener
+    from rocket_rebalance.runtime.pull_consumer import PullConsumer
+    from rocket_rebalance.runtime.transport import Message
+
+_LAZY = {
+    "AsyncPullConsumer": "rocket_rebalance.runtime.async_consumer",
+    "AsyncPushConsumer": "rocket_rebalance.runtime.async_consumer",
+    "Message": "rocket_rebalance.runtime.transport",
+    "PullConsumer": "rocket_rebalance.runtime.pull_consumer",
+    "PushConsumer": "rocket_rebalance.runtime.consumer",
+    "RebalanceListener": "rocket_rebalance.runtime.listener",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The consumer API, imported when first asked for (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rocket_rebalance' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "STRATEGY_NAMES",
     "AllocateMessageQueueStrategy",
     "AllocationError",
+    "AsyncPullConsumer",
+    "AsyncPushConsumer",
     "DuplicateClientIdWarning",
+    "Message",
     "MessageQueue",
+    "PullConsumer",
+    "PushConsumer",
     "RebalanceInput",
+    "RebalanceListener",
     "create_strategy",
     "plan",
     "prepare_rebalance_input",

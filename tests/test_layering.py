@@ -156,11 +156,13 @@ def test_every_package_module_has_a_layer() -> None:
 
 
 def test_each_layer_imports_only_those_below_it() -> None:
+    """The package's top ``__init__`` is the one exception, and only as far as loading goes: it names the consumer
+    API for type checkers (``TYPE_CHECKING``) and loads it on first use by name (``_LAZY``), never at import."""
     for path in _modules(PACKAGE):
         part = _part(path)
         if part == "pipeline":
             continue
-        for name in _imports(path):
+        for name in _imports(path, module_level_only=path == PACKAGE / "__init__.py"):
             if not name.startswith("rocket_rebalance.") or _under(name, ("rocket_rebalance._proto",)):
                 continue
             target = name.split(".")[1]
@@ -237,6 +239,23 @@ def test_embedding_loads_no_wire_until_one_is_chosen() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def test_the_top_level_names_the_consumer_api_without_loading_it() -> None:
+    code = (
+        "import sys, rocket_rebalance;"
+        "loaded = sorted(m for m in sys.modules if m.startswith('rocket_rebalance.runtime'));"
+        "from rocket_rebalance import PushConsumer, PullConsumer, AsyncPushConsumer, AsyncPullConsumer;"
+        "from rocket_rebalance import RebalanceListener, Message;"
+        "print(loaded, PushConsumer.__module__, AsyncPullConsumer.__module__, Message.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [
+        "[]",
+        "rocket_rebalance.runtime.consumer",
+        "rocket_rebalance.runtime.async_consumer",
+        "rocket_rebalance.runtime.transport",
+    ]
 
 
 def test_runtime_imports_neither_admin_nor_lab() -> None:

@@ -115,6 +115,13 @@ class _Reference:
             self.in_flight.pop(offset, None)
         self.recompute()
 
+    def seek(self, offset: int) -> None:
+        if self.frozen:
+            return
+        self.in_flight.clear()
+        self.next_offset = offset
+        self.recompute()
+
 
 _OFFSETS = st.lists(st.integers(0, 40), max_size=8)
 
@@ -126,6 +133,7 @@ _OFFSETS = st.lists(st.integers(0, 40), max_size=8)
             st.tuples(st.just("pull"), _OFFSETS, st.integers(0, 45)),
             st.tuples(st.sampled_from(["dispatch", "return", "consume"]), _OFFSETS, st.just(0)),
             st.tuples(st.just("freeze"), st.just([]), st.just(0)),
+            st.tuples(st.just("seek"), st.just([]), st.integers(0, 45)),
         ),
         max_size=40,
     ),
@@ -134,7 +142,8 @@ def test_it_follows_the_plain_rules_whatever_the_order_of_reports(
     start: int, steps: list[tuple[str, list[int], int]]
 ) -> None:
     """Pulls out of order, duplicated or below the commit offset, reports of unknown offsets, messages returned
-    undelivered: the deque-and-dict process queue answers as the plain model does, span included."""
+    undelivered, seeks either way (O4): the deque-and-dict process queue answers as the plain model does, span
+    included."""
     pq, reference = ProcessQueue(MQ, start, now=0.0), _Reference(start)
     for kind, offsets, next_offset in steps:
         if kind == "pull":
@@ -149,6 +158,9 @@ def test_it_follows_the_plain_rules_whatever_the_order_of_reports(
         elif kind == "consume":
             pq.on_consumed(offsets)
             reference.consumed(offsets)
+        elif kind == "seek":
+            pq.seek(next_offset)
+            reference.seek(next_offset)
         else:
             pq.freeze()
             reference.frozen = True
@@ -166,3 +178,19 @@ def test_a_finished_offset_pulled_again_is_in_flight_once() -> None:
     pq.on_consumed((1,))
     pq.on_pulled((1,), 3, now=0.0)  # still above the commit offset (0): in flight again, as Java's TreeMap.put
     assert pq.in_flight() == [0, 1, 2] and pq.in_flight_count == 3 and pq.span == 2
+
+
+def test_a_seek_goes_on_from_its_offset_and_the_commit_never_goes_back() -> None:
+    pq = ProcessQueue(MQ, 0, now=0.0)
+    pq.on_pulled((0, 1, 2), 3, now=0.0)
+    pq.on_dispatched((0,))
+    pq.on_consumed((0, 1, 2))
+    pq.seek(1)  # backwards: re-read, committed stays
+    assert pq.commit_offset == 3 and pq.next_offset == 1 and pq.in_flight() == []
+    pq.on_pulled((1, 2, 3), 4, now=0.0)
+    assert pq.in_flight() == [3] and pq.commit_offset == 3  # below the commit offset: done already
+    pq.on_dispatched((3,))
+    pq.seek(9)  # forwards: what was out is forgotten, the commit moves up to the seek
+    assert pq.commit_offset == 9 and pq.dispatched_count == 0
+    with pytest.raises(ValueError):
+        pq.seek(-1)

@@ -20,6 +20,8 @@ from rocket_rebalance.core import (
     OffsetIllegal,
     OffsetsPersisted,
     PersistOffsets,
+    PersistRequested,
+    QueueSeeked,
     QueuesRevoked,
     QueueState,
     RevokeQueues,
@@ -30,7 +32,7 @@ from rocket_rebalance.core import (
     UnlockQueues,
 )
 from rocket_rebalance.model import MessageQueue
-from tests.core.test_core import ME, OTHER, QS, Drive, expected_share, only
+from tests.core.test_core import ME, OTHER, QS, T, Drive, expected_share, only
 
 MOVED = sorted(set(QS) - expected_share((ME, OTHER)))  # what a join of OTHER takes from us under AVG
 
@@ -149,3 +151,22 @@ def test_without_a_listener_releases_are_as_before() -> None:
     consumed(d, MOVED[0], 5)
     actions = d.round((ME, OTHER), at=2.0)
     assert not only(actions, RevokeQueues) and only(actions, PersistOffsets)
+
+
+def test_a_seek_restarts_an_active_queue_and_a_persist_request_writes_every_queue() -> None:
+    """O4: the pull consumer's seek and commit."""
+    d = Drive(persist_interval=100.0)
+    d.start()
+    mq = QS[0]
+    d(MessagesPulled(mq, (5, 6), 7), at=1.0)
+    d(MessagesDispatched(mq, (5, 6)))
+    d(QueueSeeked(mq, 9), at=1.5)
+    assert d.core.process_queue(mq).dispatched_count == 0  # type: ignore[union-attr]
+    (persist,) = only(d(PersistRequested(), at=2.0), PersistOffsets)
+    assert persist.offsets == {mq: 9, **{q: 5 for q in QS[1:]}}  # every held queue, changed or not (as O1)
+    d(OffsetsPersisted(dict(persist.offsets)), at=2.1)
+    assert d.core.stored_offset(mq) == 9
+    d(QueueSeeked(mq, 2), at=3.0)  # backwards
+    (persist,) = only(d(PersistRequested(), at=3.5), PersistOffsets)
+    assert persist.offsets[mq] == 9
+    assert not d(QueueSeeked(MessageQueue(T, "b0", 9), 1))  # a queue not held: nothing to do

@@ -120,6 +120,19 @@ def check_deltas(log: list[tuple[str, str, frozenset[MessageQueue], float]], nam
     return held
 
 
+def check_exclusive(log: list[tuple[str, str, frozenset[MessageQueue], float]]) -> None:
+    """The fence, as the listeners see it: no queue is held by two consumers' listeners at once, so a queue's new
+    owner hears it assigned only after its old owner's revoke (logged when it returned) or loss."""
+    holder: dict[MessageQueue, str] = {}
+    for who, kind, queues, _ in sorted(log, key=lambda entry: entry[3]):
+        for mq in queues:
+            if kind == "assigned":
+                assert mq not in holder, f"{mq} assigned to {who} while {holder[mq]} held it"
+                holder[mq] = who
+            else:
+                holder.pop(mq, None)
+
+
 def test_a_changing_group_of_pull_consumers_polls_every_message_once(start_stub: StartStub) -> None:
     """Members join and leave while messages keep coming: with the fence, every message is polled by exactly one
     member, each member's callbacks are exact deltas, and a queue's new owner hears it assigned only after its old
@@ -146,14 +159,7 @@ def test_a_changing_group_of_pull_consumers_polls_every_message_once(start_stub:
     assert len(polled) == 320 and set(polled.values()) == {1}, [k for k, n in polled.items() if n > 1][:5]
     for name in "abc":
         assert check_deltas(log, name) == set(), f"{name} closed holding queues"
-    # the fence: an owner's assigned comes after the previous owner's revoked for the same queue returned
-    last_revoked: dict[MessageQueue, float] = {}
-    for _, kind, queues, at in sorted(log, key=lambda entry: entry[3]):
-        for mq in queues:
-            if kind == "revoked":
-                last_revoked[mq] = at
-            elif kind == "assigned" and mq in last_revoked:
-                assert last_revoked[mq] <= at
+    check_exclusive(log)
 
 
 def test_messages_of_a_revoked_queue_are_not_polled_after_its_revoke(start_stub: StartStub) -> None:

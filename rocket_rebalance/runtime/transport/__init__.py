@@ -96,7 +96,10 @@ def reported_expression(sub_string: str, expression_type: str, where: str) -> Su
 
 @dataclass(frozen=True)
 class Message:
-    """One pulled message (the parts a listener needs of RocketMQ's ``MessageExt``).
+    """One pulled message (the parts a listener needs of RocketMQ's ``MessageExt``): the queue it came from
+    (``queue``, also ``mq``) and its offset there, its message ID, keys (space-separated, as RocketMQ joins them),
+    tags, user properties, the body as bytes, when it was born at the producer and stored at the broker (epoch
+    milliseconds) and how often it was consumed before (``reconsume_times``); ``topic`` is the topic it was sent to.
 
     ``commit_log_offset`` and ``reconsume_times`` are what sending a failed message back to the retry topic needs
     (RocketMQ's wire has them; the stub's has not, so there they stay -1 and 0). ``body_error`` says why a body
@@ -116,6 +119,11 @@ class Message:
     born_timestamp_ms: int = 0
     store_timestamp_ms: int = 0
     body_error: str = ""  # why the stored body could not be read; such a message never reaches the listener
+
+    @property
+    def queue(self) -> MessageQueue:
+        """The queue the message was pulled from (``mq``, RocketMQ's name)."""
+        return self.mq
 
     @property
     def topic(self) -> str:
