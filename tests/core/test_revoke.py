@@ -32,7 +32,7 @@ from rocket_rebalance.core import (
     UnlockQueues,
 )
 from rocket_rebalance.model import MessageQueue
-from tests.core.test_core import ME, OTHER, QS, T, Drive, expected_share, only
+from tests.core.test_core import ME, OTHER, QS, Drive, T, expected_share, only
 
 MOVED = sorted(set(QS) - expected_share((ME, OTHER)))  # what a join of OTHER takes from us under AVG
 
