@@ -35,8 +35,9 @@ test: $(STAMP)
 	@tests/run_parts.sh $(abspath $(PY))
 
 lint: $(STAMP)
-	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks
+	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks examples
 	$(PY) -m mypy
+	$(PY) -m mypy --strict examples
 
 # Each script prints a table; dated figures are kept in benchmarks/RESULTS.md. rebalance.py runs real processes
 # for about ten minutes; the pipeline at 100k groups takes longer, so it has its own target.

@@ -12,7 +12,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import (
+    ConsumeFromWhere,
     DuplicateClientIdWarning,
+    MessageModel,
     MessageQueue,
     RebalanceInput,
     prepare_rebalance_input,
@@ -60,8 +62,10 @@ __all__ = [
     "AllocationError",
     "AsyncPullConsumer",
     "AsyncPushConsumer",
+    "ConsumeFromWhere",
     "DuplicateClientIdWarning",
     "Message",
+    "MessageModel",
     "MessageQueue",
     "PullConsumer",
     "PushConsumer",

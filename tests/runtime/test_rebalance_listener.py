@@ -125,10 +125,10 @@ class AsyncHeard(RebalanceListener):
     def __init__(self) -> None:
         self.calls: list[tuple[str, frozenset[MessageQueue], str]] = []
 
-    async def on_queues_assigned(self, queues: frozenset[MessageQueue]) -> None:  # type: ignore[override]
+    async def on_queues_assigned(self, queues: frozenset[MessageQueue]) -> None:
         self.calls.append(("assigned", queues, threading.current_thread().name))
 
-    async def on_queues_revoked(self, queues: frozenset[MessageQueue]) -> None:  # type: ignore[override]
+    async def on_queues_revoked(self, queues: frozenset[MessageQueue]) -> None:
         self.calls.append(("revoked", queues, threading.current_thread().name))
 
 
