@@ -18,8 +18,12 @@ and after its shutdown the broker's committed offset of every queue is the queue
 Kinds: ``java`` (``DefaultMQPushConsumer``, the client's defaults, ``consumeMessageBatchMaxSize`` set to the
 batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover), ``py-nofence`` (the fence off),
 ``py-metrics`` (``py`` with metrics on, ``PushConsumer(metrics=registry)``, scraped every second as a busy
-Prometheus would: what metrics cost, against ``py`` in the same run); modes: concurrent with listener batches of
-1 and 32, orderly with batches of 1. ``--metrics`` adds ``py-metrics`` to the kinds run.
+Prometheus would: what metrics cost, against ``py`` in the same run), ``py-async`` (``AsyncPushConsumer`` with an
+``async def`` listener, on one event loop), ``py-pull`` and ``py-async-pull`` (``PullConsumer`` and
+``AsyncPullConsumer``, polling batches of 32 with auto-commit; concurrent modes only), and ``py-base`` (``py`` as
+the commit given by ``--baseline`` had it, from ``git archive``: the previous code in the same run); modes:
+concurrent with listener batches of 1 and 32, orderly with batches of 1. ``--metrics`` adds ``py-metrics`` to the
+kinds run.
 
 To see where our consumer's time goes, run one under a sampling profiler (py-spy, installed apart), e.g.
 ``py-spy record --gil --idle -o profile.txt -f raw -- .venv/bin/python benchmarks/throughput.py consumer
@@ -30,6 +34,7 @@ To see where our consumer's time goes, run one under a sampling profiler (py-spy
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -40,12 +45,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.lab.rocketmq import JAVA_DIR, RocketMQCluster
 from rocket_rebalance.model import MessageQueue
+
+if TYPE_CHECKING:
+    from rocket_rebalance import Message
 
 TOPIC = "ThroughputTopic"
 QUEUES = 8
@@ -62,7 +72,8 @@ class Mode:
 
 
 MODES = (Mode("concurrent b1", 1), Mode("concurrent b32", 32), Mode("orderly b1", 1, orderly=True))
-KINDS = ("java", "py", "py-nofence", "py-metrics")
+KINDS = ("java", "py", "py-nofence", "py-metrics", "py-async", "py-pull", "py-async-pull", "py-base")
+APIS = {"py-async": "async-push", "py-pull": "pull", "py-async-pull": "async-pull"}
 DEFAULT_KINDS = ("java", "py", "py-nofence")
 SCRAPE_INTERVAL = 1.0  # seconds between the scrapes of py-metrics
 
@@ -92,6 +103,19 @@ def _ours(*args: str) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "consumer", *args]
 
 
+def _baseline(commit: str, work: Path) -> dict[str, str]:
+    """The environment that runs ``commit``'s package instead of this tree's: its ``rocket_rebalance`` extracted
+    with ``git archive`` and put first on the path."""
+    tree = work / f"baseline-{commit}"
+    tree.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "rocket_rebalance"], capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"git archive {commit}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
 def _rss_mib(pid: int, field: str = "VmRSS") -> float:
     """A process's resident memory now (``VmRSS``) or at its peak (``VmHWM``), from /proc."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -100,12 +124,12 @@ def _rss_mib(pid: int, field: str = "VmRSS") -> float:
     return float("nan")
 
 
-def _drain(command: list[str], count: int, log: Path) -> tuple[Run, int]:
+def _drain(command: list[str], count: int, log: Path, env: dict[str, str] | None = None) -> tuple[Run, int]:
     """Run one consumer until it prints STOPPED; its timings, and how many messages it counted in all."""
     marks: dict[str, dict[str, float]] = {}
     rss = float("nan")
     with log.open("wb") as errors:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
         assert process.stdout is not None
         watchdog = threading.Timer(60 + count / 1000, process.kill)  # a consumer that hangs fails the run
         watchdog.start()
@@ -219,11 +243,12 @@ def _bench(args: argparse.Namespace) -> int:
         cluster.create_topic(TOPIC, QUEUES)
         _produce(cluster, args.count)
         modes = [mode for mode in MODES if mode.name in args.modes]
+        baseline = _baseline(args.baseline, work) if "py-base" in args.kinds else None
         for rep in range(args.reps):
             for mode in modes:
                 for kind in args.kinds:
-                    if kind == "py-nofence" and mode.orderly:
-                        continue  # orderly consumers always lock
+                    if kind in ("py-nofence", "py-pull", "py-async-pull") and mode.orderly:
+                        continue  # orderly consumers always lock; pull consumers are not orderly
                     group = f"rr-tp-{kind}-{mode.batch}{'o' if mode.orderly else 'c'}-{rep}-{time.time_ns()}"
                     common = [
                         "--namesrv",
@@ -246,8 +271,10 @@ def _bench(args: argparse.Namespace) -> int:
                             *common,
                             *(["--no-fence"] if kind == "py-nofence" else []),
                             *(["--metrics"] if kind == "py-metrics" else []),
+                            *(["--api", APIS[kind]] if kind in APIS else []),
                         )
-                    run, counted = _drain(command, args.count, work / f"{group}.log")
+                    env = baseline if kind == "py-base" else None
+                    run, counted = _drain(command, args.count, work / f"{group}.log", env)
                     if counted != args.count:
                         raise SystemExit(f"{kind} {mode.name}: counted {counted} of {args.count} messages")
                     _check_offsets(cluster, group)
@@ -312,7 +339,6 @@ def _consumer(args: argparse.Namespace) -> int:
     from rocket_rebalance.core import ConsumeFromWhere
     from rocket_rebalance.runtime.consumer import PushConsumer
     from rocket_rebalance.runtime.engine import EngineSettings
-    from rocket_rebalance.runtime.transport import Message
 
     count = [0]
     lock = threading.Lock()
@@ -332,6 +358,8 @@ def _consumer(args: argparse.Namespace) -> int:
         if before < args.expect <= before + len(batch):
             done.set()
 
+    if args.api != "push":
+        return _other_api(args, mark)
     registry = None
     if args.metrics:
         from prometheus_client import CollectorRegistry, generate_latest
@@ -367,6 +395,65 @@ def _consumer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _other_api(args: argparse.Namespace, mark: Callable[[str], None]) -> int:
+    """The same drain with the asyncio push consumer, or a pull consumer (threaded or asyncio) polling batches of
+    32: counted as the push listener counts, ``FIRST`` at the first message and ``DONE`` at the last."""
+    from rocket_rebalance import AsyncPullConsumer, AsyncPushConsumer, ConsumeFromWhere, PullConsumer
+    from rocket_rebalance.runtime.engine import EngineSettings
+
+    options: dict[str, Any] = {
+        "topics": [args.topic],
+        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        "fenced_handover": not args.no_fence,
+        "settings": EngineSettings(consume_message_batch_max_size=args.batch),
+    }
+    count = 0
+
+    def counted(messages: int) -> bool:
+        nonlocal count
+        if count == 0 and messages:
+            mark("FIRST")
+        count += messages
+        return count >= args.expect
+
+    if args.api == "pull":
+        mark("STARTING")
+        with PullConsumer(args.namesrv, args.group, **options) as consumer:
+            while not counted(len(consumer.poll(32))):
+                pass
+            mark("DONE")
+            time.sleep(1)  # anything polled twice would show up in the count meanwhile
+            counted(len(consumer.poll(32, timeout=0)))
+        print(f"STOPPED {json.dumps({'count': count})}", flush=True)
+        return 0
+
+    async def drain() -> None:
+        if args.api == "async-pull":
+            mark("STARTING")
+            async with AsyncPullConsumer(args.namesrv, args.group, **options) as pulling:
+                while not counted(len(await pulling.poll(32))):
+                    pass
+                mark("DONE")
+                await asyncio.sleep(1)
+                counted(len(await pulling.poll(32, timeout=0)))
+            return
+        done = asyncio.Event()
+
+        async def listener(batch: list[Message]) -> None:
+            if counted(len(batch)):
+                done.set()
+
+        mark("STARTING")
+        async with AsyncPushConsumer(args.namesrv, args.group, listener=listener, **options):
+            await done.wait()
+            mark("DONE")
+            await asyncio.sleep(1)
+
+    asyncio.run(drain())
+    print(f"STOPPED {json.dumps({'count': count})}", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
@@ -381,11 +468,13 @@ def main() -> int:
     consumer.add_argument("--no-fence", action="store_true")
     consumer.add_argument("--work-ms", type=int, default=0, help="the listener sleeps this long per call")
     consumer.add_argument("--metrics", action="store_true", help="metrics on, scraped every second")
+    consumer.add_argument("--api", choices=["push", *APIS.values()], default="push")
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--soak", type=int, metavar="SECONDS", help="instead: memory with full queues over a long run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(DEFAULT_KINDS))
     parser.add_argument("--metrics", action="store_true", help="run py-metrics too: py with metrics on")
+    parser.add_argument("--baseline", default="6ff7c78", help="the commit py-base runs (default: before issue 23)")
     parser.add_argument("--modes", nargs="+", choices=[m.name for m in MODES], default=[m.name for m in MODES])
     args = parser.parse_args()
     if args.command == "consumer":
