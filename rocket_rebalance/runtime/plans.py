@@ -80,23 +80,24 @@ def _method(transport: object, call: Call) -> Callable[..., Any]:
 
 def run(plan: Plan[T], transport: object) -> T:
     """Run ``plan`` to its end on this thread, each effect a blocking call; its outcome, or the exception it let
-    through."""
+    through. (On the consume path once per listener batch: dispatched by exact type, the commonest first.)"""
+    send, throw = plan.send, plan.throw
     result: Any = None
     error: BaseException | None = None
     while True:
         try:
-            effect = plan.send(result) if error is None else plan.throw(error)
+            effect = send(result) if error is None else throw(error)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         result, error = None, None
         try:
-            if isinstance(effect, Call):
-                result = _method(transport, effect)(*effect.args)
-            elif isinstance(effect, Invoke):
+            if type(effect) is Invoke:
                 result = effect.function(*effect.args)
                 if result is not None and inspect.iscoroutine(result):  # an ``async def`` callback: run to its end
                     result = asyncio.run(result)
-            elif isinstance(effect, Blocking):
+            elif type(effect) is Call:
+                result = _method(transport, effect)(*effect.args)
+            elif type(effect) is Blocking:
                 result = effect.function()
             else:
                 raise TypeError(f"not an effect: {effect!r}")
