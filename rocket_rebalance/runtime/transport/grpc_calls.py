@@ -119,9 +119,10 @@ def rpc_error(call: str, address: str, error: grpc.RpcError) -> TransportError:
     if isinstance(error, grpc.Call | grpc.aio.AioRpcError):
         code = error.code()
         details = error.details() or ""
-        if code == grpc.StatusCode.UNAVAILABLE and "Socket closed" in details:
+        if code == grpc.StatusCode.UNAVAILABLE and "failed to connect" in details and "Socket closed" in details:
             # The server took the TCP connection and hung up on HTTP/2's first bytes: what a RocketMQ name server or
-            # broker does (its frame decoder reads them as a frame longer than 16 MiB and closes the channel).
+            # broker does (its frame decoder reads them as a frame longer than 16 MiB and closes the channel). A
+            # connection lost once it was up ("Stream removed (Socket closed)": a stub that died) is UNAVAILABLE.
             return TransportError(
                 f"the server at {address} is not nameserver_stub: it closed the connection on gRPC's first bytes, "
                 f"as a RocketMQ name server or broker does (for RocketMQ, give {address} without grpc://)",
