@@ -191,6 +191,7 @@ def test_only_the_wire_modules_import_a_wire() -> None:
     wires = {
         ("grpc", "rocket_rebalance._proto"): {
             "runtime/transport/grpc.py",
+            "runtime/transport/grpc_async.py",
             "runtime/transport/grpc_calls.py",
         },
         ("rocket_rebalance.remoting",): {
