@@ -164,6 +164,8 @@ def test_the_name_server_and_the_registry_answer(start_stub: StartStub) -> None:
             assert await transport.consumer_list("broker-a", GROUP) == ["a", "b"]
             table = await transport.subscription_table("broker-a", GROUP)
             assert set(table) == {TOPIC} and table[TOPIC].expression.expression_type == "TAG"
+            assert not table[TOPIC].ours  # the last heartbeat, b's, wrote the row: b sees its own version there
+            assert (await other.subscription_table("broker-a", GROUP))[TOPIC].ours
 
             await other.unregister("broker-a", "b", GROUP)
             assert await transport.consumer_list("broker-a", GROUP) == ["a"]
@@ -541,6 +543,19 @@ def test_close_fails_pending_calls_ends_streams_and_refuses_what_comes_after(sta
         assert connect_after.value.code == "UNAVAILABLE"
         assert await transport.close()  # again: nothing left
         await eventually(lambda: not connected(server, "broker-a", "a"))
+
+    asyncio.run(scenario())
+
+
+def test_a_stream_closed_before_it_began_still_says_it_ended(start_stub: StartStub) -> None:
+    server = start_stub()
+
+    async def scenario() -> None:
+        transport = opened(server.address)
+        ends: list[TransportError | None] = []
+        await transport.connect("broker-a", "a", lambda group: None, ends.append)
+        assert await transport.close()  # before the stream's task took its first step
+        assert ends == [None]
 
     asyncio.run(scenario())
 
