@@ -70,12 +70,34 @@ def opened(address: str, token: str | None = None, timeout: float = 5.0) -> Asyn
     return AsyncGrpcTransport(address, token=token, timeout=timeout)
 
 
+def run_with(address: str, scenario: Callable[..., Awaitable[None]], transports: int = 1) -> None:
+    """Run ``scenario(*transports)`` on a loop of its own (as an application's ``asyncio.run``) with that many
+    fresh transports to ``address``, each closed afterwards and required to have ended everything it ran."""
+
+    async def main() -> None:
+        fresh = [opened(address) for _ in range(transports)]
+        try:
+            await scenario(*fresh)
+        finally:
+            closed = [await transport.close() for transport in fresh]
+        assert all(closed)
+
+    asyncio.run(main())
+
+
 async def eventually(condition: Callable[[], bool]) -> None:
     """Wait (a generous bound, never an assertion about speed) until ``condition`` holds."""
     deadline = time.monotonic() + WAIT
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
         await asyncio.sleep(0.02)
+
+
+async def parked(server: StubServer, transport: AsyncTransport, mq: MessageQueue) -> asyncio.Task[PullResult]:
+    """A long poll of ``mq`` from offset 0 (waiting up to 25 s for a message), once the stub holds it parked."""
+    polling = asyncio.create_task(transport.pull(mq, GROUP, 0, 32, 25_000))
+    await eventually(lambda: server.cluster.parked_pulls() == 1)
+    return polling
 
 
 def connected(server: StubServer, broker: str, client_id: str, group: str = GROUP) -> bool:
@@ -148,156 +170,129 @@ def test_mypy_takes_it_for_an_AsyncTransport() -> None:
 def test_the_name_server_and_the_registry_answer(start_stub: StartStub) -> None:
     server = start_stub(topics=("TopicTest:broker-a=4,broker-b=4",))
 
-    async def scenario() -> None:
-        transport = opened("grpc://" + server.address)
-        other = opened(server.address)
-        try:
-            route = await transport.route(TOPIC)
-            assert [(d.broker_name, d.read_queue_nums) for d in route.queue_datas] == [("broker-a", 4), ("broker-b", 4)]
-            with pytest.raises(TransportError) as unknown:
-                await transport.route("NoSuchTopic")
-            assert unknown.value.code == "NOT_FOUND"
+    async def scenario(transport: AsyncTransport, other: AsyncTransport) -> None:
+        route = await transport.route(TOPIC)
+        assert [(d.broker_name, d.read_queue_nums) for d in route.queue_datas] == [("broker-a", 4), ("broker-b", 4)]
+        with pytest.raises(TransportError) as unknown:
+            await transport.route("NoSuchTopic")
+        assert unknown.value.code == "NOT_FOUND"
 
-            assert await transport.subscription_table("broker-a", GROUP) == {}  # not online: no table
-            await transport.heartbeat("broker-a", "a", registration(expression=SubscriptionExpression("TagA || TagB")))
-            await other.heartbeat("broker-a", "b", registration())
-            assert await transport.consumer_list("broker-a", GROUP) == ["a", "b"]
-            table = await transport.subscription_table("broker-a", GROUP)
-            assert set(table) == {TOPIC} and table[TOPIC].expression.expression_type == "TAG"
-            assert not table[TOPIC].ours  # the last heartbeat, b's, wrote the row: b sees its own version there
-            assert (await other.subscription_table("broker-a", GROUP))[TOPIC].ours
+        assert await transport.subscription_table("broker-a", GROUP) == {}  # not online: no table
+        await transport.heartbeat("broker-a", "a", registration(expression=SubscriptionExpression("TagA || TagB")))
+        await other.heartbeat("broker-a", "b", registration())
+        assert await transport.consumer_list("broker-a", GROUP) == ["a", "b"]
+        table = await transport.subscription_table("broker-a", GROUP)
+        assert set(table) == {TOPIC} and table[TOPIC].expression.expression_type == "TAG"
+        assert not table[TOPIC].ours  # the last heartbeat, b's, wrote the row: b sees its own version there
+        assert (await other.subscription_table("broker-a", GROUP))[TOPIC].ours
 
-            await other.unregister("broker-a", "b", GROUP)
-            assert await transport.consumer_list("broker-a", GROUP) == ["a"]
-            with pytest.raises(TransportError) as nowhere:
-                await transport.consumer_list("broker-x", GROUP)
-            assert nowhere.value.code == "NOT_FOUND" and "broker-x" in str(nowhere.value)
-        finally:
-            assert await transport.close() and await other.close()
+        await other.unregister("broker-a", "b", GROUP)
+        assert await transport.consumer_list("broker-a", GROUP) == ["a"]
+        with pytest.raises(TransportError) as nowhere:
+            await transport.consumer_list("broker-x", GROUP)
+        assert nowhere.value.code == "NOT_FOUND" and "broker-x" in str(nowhere.value)
 
-    asyncio.run(scenario())
+    run_with("grpc://" + server.address, scenario, transports=2)  # the form wire.py is given
 
 
 def test_tag_expressions_filter_pulls_and_sql92_is_refused_without_a_call(start_stub: StartStub) -> None:
     server = start_stub()
 
-    async def scenario() -> None:
-        transport = opened(server.address)
-        try:
-            sql = SubscriptionExpression("a > 1", SQL92)
-            with pytest.raises(SubscriptionRefusedError, match="filters by tags only") as refused:
-                await transport.check_subscription("broker-a", GROUP, "a", TOPIC, sql)
-            assert refused.value.code == "UNIMPLEMENTED"
-            with pytest.raises(SubscriptionRefusedError):
-                await transport.heartbeat("broker-a", "a", registration(expression=sql))
-            await transport.check_subscription("broker-a", GROUP, "a", TOPIC, SubscriptionExpression("TagA"))
+    async def scenario(transport: AsyncTransport) -> None:
+        sql = SubscriptionExpression("a > 1", SQL92)
+        with pytest.raises(SubscriptionRefusedError, match="filters by tags only") as refused:
+            await transport.check_subscription("broker-a", GROUP, "a", TOPIC, sql)
+        assert refused.value.code == "UNIMPLEMENTED"
+        with pytest.raises(SubscriptionRefusedError):
+            await transport.heartbeat("broker-a", "a", registration(expression=sql))
+        await transport.check_subscription("broker-a", GROUP, "a", TOPIC, SubscriptionExpression("TagA"))
 
-            await transport.send(TOPIC, "broker-a", [b"a"], 0, tags="TagA")
-            await transport.send(TOPIC, "broker-a", [b"b"], 0, tags="TagB", keys="k1 k2", properties={"p": "v"})
-            await transport.heartbeat("broker-a", "a", registration(expression=SubscriptionExpression("TagB")))
-            result = await transport.pull(MessageQueue(TOPIC, "broker-a", 0), GROUP, 0, 32, 0)
-            assert [(m.body, m.tags, m.keys, m.properties.get("p")) for m in result.messages] == [
-                (b"b", "TagB", "k1 k2", "v")
-            ]
-            assert result.next_begin_offset == 2
-        finally:
-            await transport.close()
+        await transport.send(TOPIC, "broker-a", [b"a"], 0, tags="TagA")
+        await transport.send(TOPIC, "broker-a", [b"b"], 0, tags="TagB", keys="k1 k2", properties={"p": "v"})
+        await transport.heartbeat("broker-a", "a", registration(expression=SubscriptionExpression("TagB")))
+        result = await transport.pull(MessageQueue(TOPIC, "broker-a", 0), GROUP, 0, 32, 0)
+        assert [(m.body, m.tags, m.keys, m.properties.get("p")) for m in result.messages] == [
+            (b"b", "TagB", "k1 k2", "v")
+        ]
+        assert result.next_begin_offset == 2
 
-    asyncio.run(scenario())
+    run_with(server.address, scenario)
 
 
 def test_offsets_are_stored_and_read_back(start_stub: StartStub) -> None:
     server = start_stub()
     queues = [MessageQueue(TOPIC, "broker-a", q) for q in range(3)]
 
-    async def scenario() -> None:
-        transport = opened(server.address)
-        try:
-            assert await transport.query_offsets("broker-a", GROUP, queues) == dict.fromkeys(queues)
-            for mq in queues[:2]:
-                await transport.send(TOPIC, "broker-a", [b"m"] * 8, mq.queue_id)
-            stored = await transport.update_offsets("broker-a", GROUP, "a", {queues[0]: 5, queues[1]: 7})
-            assert stored == {queues[0]: 5, queues[1]: 7}
-            assert await transport.update_offsets("broker-a", GROUP, "a", {queues[0]: 3}) == {queues[0]: 5}
-            with pytest.raises(TransportError, match="beyond the queue's max offset 8") as beyond:
-                await transport.update_offsets("broker-a", GROUP, "a", {queues[0]: 9})
-            assert beyond.value.code == "INVALID_ARGUMENT"
-            assert await transport.query_offsets("broker-a", GROUP, queues) == {
-                queues[0]: 5,
-                queues[1]: 7,
-                queues[2]: None,
-            }
-        finally:
-            await transport.close()
+    async def scenario(transport: AsyncTransport) -> None:
+        assert await transport.query_offsets("broker-a", GROUP, queues) == dict.fromkeys(queues)
+        for mq in queues[:2]:
+            await transport.send(TOPIC, "broker-a", [b"m"] * 8, mq.queue_id)
+        stored = await transport.update_offsets("broker-a", GROUP, "a", {queues[0]: 5, queues[1]: 7})
+        assert stored == {queues[0]: 5, queues[1]: 7}
+        assert await transport.update_offsets("broker-a", GROUP, "a", {queues[0]: 3}) == {queues[0]: 5}
+        with pytest.raises(TransportError, match="beyond the queue's max offset 8") as beyond:
+            await transport.update_offsets("broker-a", GROUP, "a", {queues[0]: 9})
+        assert beyond.value.code == "INVALID_ARGUMENT"
+        assert await transport.query_offsets("broker-a", GROUP, queues) == {
+            queues[0]: 5,
+            queues[1]: 7,
+            queues[2]: None,
+        }
 
-    asyncio.run(scenario())
+    run_with(server.address, scenario)
 
 
 def test_a_lock_is_held_against_a_second_client_until_unlocked(start_stub: StartStub) -> None:
     server = start_stub()
     queues = [MessageQueue(TOPIC, "broker-a", q) for q in range(2)]
 
-    async def scenario() -> None:
-        first, second = opened(server.address), opened(server.address)
-        try:
-            assert await first.lock("broker-a", GROUP, "a", queues) == set(queues)
-            assert await second.lock("broker-a", GROUP, "b", queues) == set()
-            await first.unlock("broker-a", GROUP, "a", queues[:1])
-            assert await second.lock("broker-a", GROUP, "b", queues) == {queues[0]}
-        finally:
-            await first.close()
-            await second.close()
+    async def scenario(first: AsyncTransport, second: AsyncTransport) -> None:
+        assert await first.lock("broker-a", GROUP, "a", queues) == set(queues)
+        assert await second.lock("broker-a", GROUP, "b", queues) == set()
+        await first.unlock("broker-a", GROUP, "a", queues[:1])
+        assert await second.lock("broker-a", GROUP, "b", queues) == {queues[0]}
 
-    asyncio.run(scenario())
+    run_with(server.address, scenario, transports=2)
 
 
 def test_sends_pulls_and_offsets_of_a_queue(start_stub: StartStub) -> None:
     server = start_stub()
     mq = MessageQueue(TOPIC, "broker-b", 2)
 
-    async def scenario() -> None:
-        transport = opened(server.address)
-        try:
-            before_ms = int(time.time() * 1000)
-            assert await transport.send(TOPIC, "broker-b", [b"m0", b"m1", b"m2"], 2) == (2, [0, 1, 2])
-            assert await transport.max_offset(mq) == 3
-            assert await transport.search_offset(mq, before_ms - 60_000) == 0
-            assert await transport.search_offset(mq, before_ms + 3_600_000) == 3
-            result = await transport.pull(mq, GROUP, 1, 1, 0)
-            assert (result.status, result.next_begin_offset) == (PullStatus.FOUND, 2)
-            assert [(m.mq, m.queue_offset, m.body) for m in result.messages] == [(mq, 1, b"m1")]
-            empty = await transport.pull(mq, GROUP, 3, 32, 0)
-            assert (empty.status, empty.messages) == (PullStatus.NO_NEW_MSG, ())
-            illegal = await transport.pull(mq, GROUP, 99, 32, 0)
-            assert illegal.status == PullStatus.OFFSET_ILLEGAL
-            queue_id, offsets = await transport.send(TOPIC, "broker-b", [b"any"])
-            assert 0 <= queue_id < 4 and len(offsets) == 1  # the broker picks the queue
-            with pytest.raises(TransportError, match="keeps no retry topics") as send_back:
-                await transport.send_back(GROUP, result.messages[0], 16)
-            assert send_back.value.code == "UNIMPLEMENTED"
-        finally:
-            await transport.close()
+    async def scenario(transport: AsyncTransport) -> None:
+        before_ms = int(time.time() * 1000)
+        assert await transport.send(TOPIC, "broker-b", [b"m0", b"m1", b"m2"], 2) == (2, [0, 1, 2])
+        assert await transport.max_offset(mq) == 3
+        assert await transport.search_offset(mq, before_ms - 60_000) == 0
+        assert await transport.search_offset(mq, before_ms + 3_600_000) == 3
+        result = await transport.pull(mq, GROUP, 1, 1, 0)
+        assert (result.status, result.next_begin_offset) == (PullStatus.FOUND, 2)
+        assert [(m.mq, m.queue_offset, m.body) for m in result.messages] == [(mq, 1, b"m1")]
+        empty = await transport.pull(mq, GROUP, 3, 32, 0)
+        assert (empty.status, empty.messages) == (PullStatus.NO_NEW_MSG, ())
+        illegal = await transport.pull(mq, GROUP, 99, 32, 0)
+        assert illegal.status == PullStatus.OFFSET_ILLEGAL
+        queue_id, offsets = await transport.send(TOPIC, "broker-b", [b"any"])
+        assert 0 <= queue_id < 4 and len(offsets) == 1  # the broker picks the queue
+        with pytest.raises(TransportError, match="keeps no retry topics") as send_back:
+            await transport.send_back(GROUP, result.messages[0], 16)
+        assert send_back.value.code == "UNIMPLEMENTED"
 
-    asyncio.run(scenario())
+    run_with(server.address, scenario)
 
 
 def test_a_long_poll_returns_when_a_message_is_sent_meanwhile(start_stub: StartStub) -> None:
     server = start_stub()
     mq = MessageQueue(TOPIC, "broker-a", 1)
 
-    async def scenario() -> None:
-        transport = opened(server.address)
-        try:
-            polling = asyncio.create_task(transport.pull(mq, GROUP, 0, 32, 25_000))
-            await eventually(lambda: server.cluster.parked_pulls() == 1)
-            assert not polling.done()
-            await transport.send(TOPIC, "broker-a", [b"late"], 1)
-            result = await asyncio.wait_for(polling, WAIT)
-            assert result.status == PullStatus.FOUND and [m.body for m in result.messages] == [b"late"]
-        finally:
-            await transport.close()
+    async def scenario(transport: AsyncTransport) -> None:
+        polling = await parked(server, transport, mq)
+        assert not polling.done()
+        await transport.send(TOPIC, "broker-a", [b"late"], 1)
+        result = await asyncio.wait_for(polling, WAIT)
+        assert result.status == PullStatus.FOUND and [m.body for m in result.messages] == [b"late"]
 
-    asyncio.run(scenario())
+    run_with(server.address, scenario)
 
 
 def test_connect_hears_another_client_join_and_a_failing_callback_does_not_end_the_stream(
@@ -495,25 +490,20 @@ def test_a_cancelled_call_drops_its_answer_and_the_transport_goes_on(start_stub:
     server = start_stub()
     mq = MessageQueue(TOPIC, "broker-a", 3)
 
-    async def scenario() -> None:
-        transport = opened(server.address)
-        try:
-            polling = asyncio.create_task(transport.pull(mq, GROUP, 0, 32, 25_000))
-            await eventually(lambda: server.cluster.parked_pulls() == 1)
-            polling.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await polling  # the caller's cancellation, not a transport failure
-            await transport.send(TOPIC, "broker-a", [b"after"], 3)  # wakes the parked pull: its answer goes nowhere
-            await eventually(lambda: server.cluster.parked_pulls() == 0)
-            result = await transport.pull(mq, GROUP, 0, 32, 0)
-            assert [m.body for m in result.messages] == [b"after"]
-            with pytest.raises(TimeoutError):  # a caller's deadline is a cancellation too
-                await asyncio.wait_for(transport.pull(mq, GROUP, 1, 32, 25_000), 0.2)
-            assert await transport.max_offset(mq) == 1
-        finally:
-            assert await transport.close()
+    async def scenario(transport: AsyncTransport) -> None:
+        polling = await parked(server, transport, mq)
+        polling.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await polling  # the caller's cancellation, not a transport failure
+        await transport.send(TOPIC, "broker-a", [b"after"], 3)  # wakes the parked pull: its answer goes nowhere
+        await eventually(lambda: server.cluster.parked_pulls() == 0)
+        result = await transport.pull(mq, GROUP, 0, 32, 0)
+        assert [m.body for m in result.messages] == [b"after"]
+        with pytest.raises(TimeoutError):  # a caller's deadline is a cancellation too
+            await asyncio.wait_for(transport.pull(mq, GROUP, 1, 32, 25_000), 0.2)
+        assert await transport.max_offset(mq) == 1
 
-    asyncio.run(scenario())
+    run_with(server.address, scenario)
 
 
 def test_close_fails_pending_calls_ends_streams_and_refuses_what_comes_after(start_stub: StartStub) -> None:
@@ -527,8 +517,7 @@ def test_close_fails_pending_calls_ends_streams_and_refuses_what_comes_after(sta
         await transport.heartbeat("broker-a", "a", registration())
         await transport.connect("broker-a", "a", lambda group: None, ends.append)
         await eventually(lambda: connected(server, "broker-a", "a"))
-        polling = asyncio.create_task(transport.pull(mq, GROUP, 0, 32, 25_000))
-        await eventually(lambda: server.cluster.parked_pulls() == 1)
+        polling = await parked(server, transport, mq)
 
         assert await transport.close(timeout=WAIT)
         assert ends == [None]
