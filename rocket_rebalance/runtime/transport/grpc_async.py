@@ -117,12 +117,10 @@ class AsyncGrpcTransport:
             self._open(call.method)
             method = getattr(self._services[call.service], call.method)
             reply = await method(call.request, timeout=call.timeout, metadata=self._metadata)
-        except TransportError as error:  # closed
+        except TransportError as error:  # closed (before the channel, so no call reaches a closed channel)
             failure = error
         except grpc.aio.AioRpcError as error:
             failure = rpc_error(call.method, self.address, error)
-        except grpc.aio.UsageError as error:  # the channel closed: as the threaded transport's closed channel
-            failure = TransportError(f"{call.method} at {self.address}: {error}")
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
