@@ -191,7 +191,11 @@ def test_core_imports_only_the_pure_layers_and_harmless_stdlib() -> None:
 def test_only_the_wire_modules_import_a_wire() -> None:
     """Code written against the transport interface loads neither gRPC nor the remoting codec."""
     wires = {
-        ("grpc", "rocket_rebalance._proto"): {"runtime/transport/grpc.py"},
+        ("grpc", "rocket_rebalance._proto"): {
+            "runtime/transport/grpc.py",
+            "runtime/transport/grpc_async.py",
+            "runtime/transport/grpc_calls.py",
+        },
         ("rocket_rebalance.remoting",): {
             "runtime/transport/remoting.py",
             "runtime/transport/remoting_pool.py",
