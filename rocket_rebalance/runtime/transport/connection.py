@@ -46,7 +46,16 @@ from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingComma
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.tls import TlsClient, TlsSession
 
-__all__ = ["Backoff", "Completion", "Connection", "Multiplexer", "Reactor", "cannot_connect", "split_host_port"]
+__all__ = [
+    "Backoff",
+    "Completion",
+    "Connection",
+    "Multiplexer",
+    "Pending",
+    "Reactor",
+    "cannot_connect",
+    "split_host_port",
+]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
@@ -62,7 +71,9 @@ def split_host_port(address: str) -> tuple[str, int]:
 
 
 @dataclass
-class _Pending:
+class Pending:
+    """A request waiting for its answer: what names it in errors, when it gives up, who hears the outcome."""
+
     name: str
     deadline: float
     done: Completion
@@ -210,7 +221,7 @@ class Multiplexer(ABC):
     def __init__(self, address: str, tls: bool) -> None:
         self.address = address
         self._tls_on = tls
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Pending] = {}
         self._pending_lock = threading.Lock()  # the threaded runtime's writers and reader meet here
         self._closed = False
         self._close_error: TransportError | None = None
@@ -246,7 +257,7 @@ class Multiplexer(ABC):
                 error = self._close_error or TransportError(f"{name} at {self.address}: connection closed")
                 done(TransportError(f"{name} at {self.address}: {error}", "UNAVAILABLE"))
                 return None
-            self._pending[opaque] = _Pending(name, time.monotonic() + timeout, done)
+            self._pending[opaque] = Pending(name, time.monotonic() + timeout, done)
         return replace(command, opaque=opaque)
 
     def _write_failed(self, opaque: int, error: TransportError) -> None:
@@ -255,7 +266,7 @@ class Multiplexer(ABC):
         if pending is not None:
             pending.done(TransportError(f"{pending.name} at {self.address}: {error}", "UNAVAILABLE"))
 
-    def _take(self, opaque: int) -> _Pending | None:
+    def _take(self, opaque: int) -> Pending | None:
         with self._pending_lock:
             return self._pending.pop(opaque, None)
 
@@ -327,7 +338,7 @@ class Multiplexer(ABC):
             late = [self._pending.pop(opaque) for opaque in expired]
         self._expired(late)
 
-    def _expired(self, late: list[_Pending]) -> None:
+    def _expired(self, late: list[Pending]) -> None:
         """Fail ``late``, requests past their deadline, then close the connection, as Java's client does
         (``clientCloseSocketIfTimeout``): an answer that never came may be a frame stuck half-read, which would
         swallow every later answer on this connection, so the next request goes on a new one."""
@@ -345,7 +356,7 @@ class Multiplexer(ABC):
             )
 
     @staticmethod
-    def _complete(pending: _Pending, result: RemotingCommand | TransportError) -> None:
+    def _complete(pending: Pending, result: RemotingCommand | TransportError) -> None:
         try:
             pending.done(result)
         except Exception:

@@ -211,18 +211,18 @@ class RemotingPool(ABC):
         reads for all)."""
         command = self._wire.outgoing(command)
 
+        def read(answer: RemotingCommand | TransportError) -> RemotingCommand | TransportError:
+            return answer if isinstance(answer, TransportError) else self._wire.answered(answer)
+
         def again() -> None:
             try:
-                self._connection(connection.address).request(name, command, timeout, done)
+                self._connection(connection.address).request(name, command, timeout, lambda answer: done(read(answer)))
             except TransportError as error:
                 done(error)
 
         def first(answer: RemotingCommand | TransportError) -> None:
-            if isinstance(answer, TransportError):
-                done(answer)
-                return
-            answer = self._wire.answered(answer)
-            if not self._wire.going_away(connection.address, name, answer):
+            answer = read(answer)
+            if isinstance(answer, TransportError) or not self._wire.going_away(connection.address, name, answer):
                 done(answer)
                 return
             connection.close()
