@@ -3,8 +3,8 @@ multiplexing by opaque, deadlines, lost connections and the reconnect backoff, G
 servers of another kind, and the requests a broker sends us. The real broker is in
 ``tests/rocketmq/test_async_remoting.py``; these are the faults a real broker cannot be made to produce on demand.
 
-pytest-asyncio is not a dependency: each test runs its coroutine with :func:`run` (``asyncio.run`` under a
-deadline, so a hang fails the test instead of the suite).
+Each test runs its coroutine with :func:`tests.aio.run` (``asyncio.run`` under a bound, so a hang fails the test
+instead of stalling the suite).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
@@ -32,10 +32,12 @@ from rocket_rebalance.runtime.transport import (
     PullResult,
     PullStatus,
     RunningInfo,
+    SubscriptionRefusedError,
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
 from rocket_rebalance.subscription import SQL92, SubscriptionExpression
+from tests.aio import run
 from tests.runtime.test_remoting_transport import MQ, SILENCE, _Client, broker_like, serve
 from tests.runtime.test_tls_transport import MANY, _Plain, many_messages, server_context
 from tests.scripted_server import Handler, ScriptedServer
@@ -45,16 +47,6 @@ __all__ = ["serve"]  # the fixture, used by name
 
 T = TypeVar("T")
 Serve = Callable[[Handler], ScriptedServer]
-
-
-def run(coroutine: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-    """Run ``coroutine`` on a new loop; a test that hangs fails after ``timeout`` seconds."""
-
-    async def bounded() -> T:
-        async with asyncio.timeout(timeout):
-            return await coroutine
-
-    return asyncio.run(bounded())
 
 
 def transport_at(server: ScriptedServer, timeout: float = 2.0, **options: Any) -> AsyncRemotingTransport:
@@ -528,3 +520,132 @@ def test_a_plaintext_server_is_one_line_when_tls_is_on(reply: bytes, expected: s
     finally:
         server.close()
     assert expected in str(error) and "\n" not in str(error) and error.code == "FAILED_PRECONDITION"
+
+
+# ---------------------------------------------------------------------------------------------------- the wire's rules
+
+
+def test_a_pull_carries_the_heartbeats_expression_type_and_subscription_version(serve: Serve) -> None:
+    server = serve(
+        broker_like(
+            lambda c: (
+                response_to(c, ResponseCode.PULL_NOT_FOUND, ext={"nextBeginOffset": "0"})
+                if c.code == RequestCode.PULL_MESSAGE
+                else None
+            )
+        )
+    )
+
+    async def calls() -> None:
+        transport = transport_at(server)
+        try:
+            await transport.route("TopicT")
+            await transport.heartbeat("broker-a", "c1", registration(TopicT=SubscriptionExpression("a > 5", SQL92)))
+            assert await transport.pull(MQ, "G", 0, 32, 0) == PullResult(PullStatus.NO_NEW_MSG, 0)
+        finally:
+            await transport.close()
+
+    run(calls())
+    beat = next(c for c in server.received if c.code == RequestCode.HEART_BEAT)
+    subscription = json.loads(beat.body)["consumerDataSet"][0]["subscriptionDataSet"]
+    versions = {s["topic"]: s["subVersion"] for s in subscription}
+    pulled = next(c for c in server.received if c.code == RequestCode.PULL_MESSAGE)
+    assert pulled.ext["expressionType"] == "SQL92" and pulled.ext["subVersion"] == str(versions["TopicT"])
+
+
+def test_a_refused_expression_is_one_line(serve: Serve) -> None:
+    def refuse(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.CHECK_CLIENT_CONFIG:
+            return response_to(command, ResponseCode.SYSTEM_ERROR, remark="The broker does not support filtering")
+        return None
+
+    server = serve(broker_like(refuse))
+
+    async def calls() -> None:
+        transport = transport_at(server)
+        try:
+            await transport.route("TopicT")
+            await transport.check_subscription("broker-a", "G", "c1", "TopicT", SubscriptionExpression("A||B"))
+            with pytest.raises(SubscriptionRefusedError, match="enablePropertyFilter=true") as refused:
+                await transport.check_subscription(
+                    "broker-a", "G", "c1", "TopicT", SubscriptionExpression("a>5", SQL92)
+                )
+            assert refused.value.code == "FAILED_PRECONDITION"
+        finally:
+            await transport.close()
+
+    run(calls())
+    assert sum(c.code == RequestCode.CHECK_CLIENT_CONFIG for c in server.received) == 1  # TAG is never asked
+
+
+def test_the_next_name_server_is_asked_when_one_is_down(serve: Serve) -> None:
+    server = serve(broker_like())
+    closed = socket.create_server(("127.0.0.1", 0))
+    down = f"127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+
+    async def route(order: list[str]) -> str:
+        transport = AsyncRemotingTransport(order, timeout=1.0)
+        try:
+            return (await transport.route("TopicT")).queue_datas[0].broker_name
+        finally:
+            await transport.close()
+
+    for order in ([down, server.address], [server.address, down]):
+        assert run(route(order)) == "broker-a"
+
+
+def test_unknown_brokers_asked_at_once_cost_one_cluster_info_look_up(serve: Serve) -> None:
+    def cluster(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.GET_BROKER_CLUSTER_INFO:
+            return response_to(command, ResponseCode.SUCCESS, body=b'{"brokerAddrTable":{},"clusterAddrTable":{}}')
+        return None
+
+    server = serve(broker_like(cluster))
+    brokers = [f"broker-{n}" for n in range(50)]
+
+    async def calls() -> list[BaseException | None]:
+        transport = transport_at(server)
+        transport.CLUSTER_INFO_EVERY = 3600.0  # the count below then does not depend on this machine's speed
+        try:
+            return await asyncio.gather(
+                *(transport.heartbeat(broker, "c1", registration()) for broker in brokers), return_exceptions=True
+            )
+        finally:
+            await transport.close()
+
+    failures = run(calls())
+    assert [getattr(f, "code", f) for f in failures] == ["NOT_FOUND"] * len(brokers)
+    assert sum(c.code == RequestCode.GET_BROKER_CLUSTER_INFO for c in server.received) == 1
+
+
+def test_a_bad_frame_from_the_server_is_one_error_not_a_hang(serve: Serve) -> None:
+    def garbage(command: RemotingCommand) -> RemotingCommand | None:
+        if command.code == RequestCode.GET_MAX_OFFSET:
+            with server._lock:
+                server.connections[-1].sendall(b"\x7f\xff\xff\xff")
+            return SILENCE
+        return None
+
+    server = serve(broker_like(garbage))
+
+    async def calls() -> None:
+        transport = transport_at(server, timeout=30.0)
+        try:
+            await transport.route("TopicT")
+            with pytest.raises(TransportError, match="bad frame") as raised:
+                await transport.max_offset(MQ)
+            assert raised.value.code == "INTERNAL"
+        finally:
+            await transport.close()
+
+    run(calls())
+
+
+def test_a_transport_refuses_a_second_event_loop(serve: Serve) -> None:
+    server = serve(broker_like())
+    transport = transport_at(server)
+    run(transport.route("TopicT"))
+    with pytest.raises(TransportError, match="belongs to another event loop") as raised:
+        run(transport.route("TopicT"))
+    assert raised.value.code == "FAILED_PRECONDITION"
