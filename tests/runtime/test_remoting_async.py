@@ -39,7 +39,7 @@ from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTrans
 from rocket_rebalance.subscription import SQL92, SubscriptionExpression
 from tests.aio import run
 from tests.runtime.test_remoting_transport import MQ, SILENCE, _Client, broker_like, serve
-from tests.runtime.test_tls_transport import MANY, _Plain, many_messages, server_context
+from tests.runtime.test_tls_transport import MANY, PLAINTEXT_ANSWERS, _Plain, many_messages, server_context
 from tests.scripted_server import Handler, ScriptedServer
 from tests.stub.conftest import StartStub
 
@@ -506,13 +506,7 @@ def test_a_certificate_from_another_ca_is_refused_in_the_threaded_transports_lin
     assert "unable to get local issuer certificate" in line and error.code == "FAILED_PRECONDITION"
 
 
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        (b"", "closed the connection during the TLS handshake: it does not seem to speak TLS"),
-        (b"\x00\x00\x00\x20\x00\x00\x00\x10{}" + b"\x00" * 40, "answered the TLS handshake in plaintext"),
-    ],
-)
+@pytest.mark.parametrize(("reply", "expected"), PLAINTEXT_ANSWERS)
 def test_a_plaintext_server_is_one_line_when_tls_is_on(reply: bytes, expected: str) -> None:
     server = _Plain(reply)
     try:

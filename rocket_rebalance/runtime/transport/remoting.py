@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import RemotingCommand
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
@@ -46,16 +46,6 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
 
     The consumer's calls are written here; the pool, the answers to brokers' requests, the operator's reads and the
     producer come from its bases (see the module docstring), all on one connection per address."""
-
-    def __init__(
-        self,
-        namesrv_addrs: Sequence[str],
-        timeout: float = 5.0,
-        credentials: AclCredentials | None = None,
-        tls: TlsSettings | None = None,
-    ) -> None:
-        super().__init__(namesrv_addrs, timeout, credentials, tls)
-        self.long_poll_ms = 15000
 
     def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
         self._run(self._wire.heartbeat(broker, client_id, group))

@@ -51,9 +51,8 @@ from rocket_rebalance.runtime.transport.remoting_answers import (
     consumed_directly,
     failed_answer,
 )
-from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls
-from rocket_rebalance.runtime.transport.remoting_wire import CLUSTER_INFO_EVERY, Batch, Done, Effect, Exchange, Op, step
-from rocket_rebalance.runtime.transport.tls import tls_client
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
+from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Effect, Exchange, Op, step
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["AsyncRemotingTransport"]
@@ -72,13 +71,10 @@ class _Link:
     backoff: Backoff = field(default_factory=Backoff)
 
 
-class AsyncRemotingTransport:
+class AsyncRemotingTransport(RemotingEnds):
     """A RocketMQ client's wire to the name servers ``namesrv_addrs`` and the brokers their routes name, on the
     running event loop; see the module docstring. ``timeout`` is each call's (a pull's socket waits its long poll
     and 15 s more), ``credentials`` sign every request, ``tls`` encrypts every connection."""
-
-    CLUSTER_INFO_EVERY = CLUSTER_INFO_EVERY
-    """Seconds between cluster-info look-ups made for a broker that no route gave an address for."""
 
     def __init__(
         self,
@@ -87,11 +83,7 @@ class AsyncRemotingTransport:
         credentials: AclCredentials | None = None,
         tls: TlsSettings | None = None,
     ) -> None:
-        self._wire = RemotingCalls(namesrv_addrs, timeout, credentials)
-        self._tls = None if tls is None else tls_client(tls)  # before anything starts: a bad file fails now
-        self.address = self._wire.address
-        self.long_poll_ms = 15000
-        self._timeout = timeout
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
         self._links: dict[str, _Link] = {}
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 
-from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, retry_topic
+from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, TlsSettings, retry_topic
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -36,6 +36,7 @@ from rocket_rebalance.runtime.transport import (
     reported_expression,
 )
 from rocket_rebalance.runtime.transport.remoting_wire import (
+    CLUSTER_INFO_EVERY,
     Op,
     RemotingWire,
     int_field,
@@ -43,9 +44,10 @@ from rocket_rebalance.runtime.transport.remoting_wire import (
     stored_message,
     wire_error,
 )
+from rocket_rebalance.runtime.transport.tls import tls_client
 from rocket_rebalance.subscription import TAG, SubscriptionExpression
 
-__all__ = ["PRODUCER_GROUP", "RemotingCalls", "pull_result", "pull_timeout"]
+__all__ = ["PRODUCER_GROUP", "RemotingCalls", "RemotingEnds", "pull_result", "pull_timeout"]
 
 PRODUCER_GROUP = "PID_rocket_rebalance"
 
@@ -327,3 +329,25 @@ class RemotingCalls(RemotingWire):
             if data.broker_name == broker:
                 return data.write_queue_nums
         raise TransportError(f"topic {topic} has no queue on broker {broker}", "NOT_FOUND")
+
+
+class RemotingEnds:
+    """What both remoting transports, threaded and asyncio, are made of, from the one constructor they share: the
+    wire's calls over the name servers ``namesrv_addrs`` (``timeout`` each, signed with ``credentials``) and the
+    TLS context ``tls`` asks for, built first so that a bad TLS file fails before anything starts."""
+
+    CLUSTER_INFO_EVERY = CLUSTER_INFO_EVERY
+    """Seconds between cluster-info look-ups made for a broker that no route gave an address for."""
+
+    def __init__(
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
+    ) -> None:
+        self._wire = RemotingCalls(namesrv_addrs, timeout, credentials)
+        self._tls = None if tls is None else tls_client(tls)
+        self.address = self._wire.address
+        self.long_poll_ms = 15000  # RocketMQ's brokerSuspendMaxTimeMillis, which Java's push consumer asks for
+        self._timeout = timeout

@@ -44,9 +44,8 @@ from rocket_rebalance.remoting import RemotingCommand
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.connection import Backoff, Completion, Connection, Reactor
-from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
 from rocket_rebalance.runtime.transport.remoting_wire import (
-    CLUSTER_INFO_EVERY,
     Batch,
     Done,
     Effect,
@@ -58,7 +57,6 @@ from rocket_rebalance.runtime.transport.remoting_wire import (
     stored_message,
     wire_error,
 )
-from rocket_rebalance.runtime.transport.tls import tls_client
 from rocket_rebalance.runtime.workers import DaemonPool
 
 __all__ = ["WORK_THREADS", "RemotingPool", "int_field", "parsed_body", "stored_message", "wire_error"]
@@ -79,14 +77,11 @@ class _Link:
     backoff: Backoff = field(default_factory=Backoff)
 
 
-class RemotingPool(ABC):
+class RemotingPool(RemotingEnds, ABC):
     """Connections to the name servers ``namesrv_addrs`` and the brokers their routes name, one per address.
 
     The requests a server sends on a connection go to :meth:`_on_request`, and the end of a connection is told to
     :meth:`_connection_ended`: what answers them (``remoting_inbound``) implements both."""
-
-    CLUSTER_INFO_EVERY = CLUSTER_INFO_EVERY
-    """Seconds between cluster-info look-ups made for a broker that no route gave an address for."""
 
     def __init__(
         self,
@@ -95,10 +90,7 @@ class RemotingPool(ABC):
         credentials: AclCredentials | None = None,
         tls: TlsSettings | None = None,
     ) -> None:
-        self._wire = RemotingCalls(namesrv_addrs, timeout, credentials)
-        self._tls = None if tls is None else tls_client(tls)  # before anything starts: a bad file fails now
-        self.address = self._wire.address
-        self._timeout = timeout
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
         self._links: dict[str, _Link] = {}
         self._links_lock = threading.Lock()
         self._closed = False
