@@ -277,7 +277,7 @@ def test_a_cancelled_calls_late_answer_is_dropped_and_the_connection_goes_on(
     with caplog.at_level(logging.WARNING, logger="rocket_rebalance.runtime.remoting"):
         run(calls())
     assert server.accepted == 1
-    assert "which no request used" not in caplog.text  # dropped quietly: it was asked for
+    assert not [r for r in caplog.records if r.name.startswith("rocket_rebalance")]  # dropped quietly: it was asked for
 
 
 def test_close_fails_what_waits_ends_the_streams_and_the_readers_and_sends_nothing_after(serve: Serve) -> None:
@@ -580,6 +580,7 @@ def test_the_next_name_server_is_asked_when_one_is_down(serve: Serve) -> None:
 
     async def route(order: list[str]) -> str:
         transport = AsyncRemotingTransport(order, timeout=1.0)
+        transport._wire._namesrv_index = 0  # the list's first: a client starts at a random one, as Java's
         try:
             return (await transport.route("TopicT")).queue_datas[0].broker_name
         finally:
