@@ -16,6 +16,12 @@ broker is one at a time too. A broker's notification goes to the stream's ``on_g
 reader; running info is answered in place; CONSUME_MESSAGE_DIRECTLY awaits the attached consumer in a task of its
 own, so the reader goes on reading meanwhile.
 
+Written twice, once per runtime, and why: the driver loop (:meth:`AsyncRemotingTransport._run`), opening a
+connection under a per-address lock, and the answer to CONSUME_MESSAGE_DIRECTLY (:meth:`AsyncRemotingTransport.
+_reply`) differ from the threaded transport's only by ``await`` and by the kind of lock: a thread cannot await the
+loop's future, and the loop must not block on a thread's lock, so each runtime keeps those few lines of its own
+around the shared :func:`~.remoting_wire.step`, :class:`~.connection.Backoff` and :mod:`.remoting_answers`.
+
 A transport belongs to the loop of its first call: its connections are that loop's streams, and a call from
 another loop is refused (``FAILED_PRECONDITION``) rather than left to hang on a stream no loop reads.
 """
