@@ -19,12 +19,13 @@ Handler = Callable[[RemotingCommand], RemotingCommand | None]
 
 class ScriptedServer:
     """A loopback server that decodes frames and answers each request with ``handler`` (None: no answer); with
-    ``tls``, every connection is a TLS server connection (a failed handshake just ends it)."""
+    ``tls``, every connection is a TLS server connection (a failed handshake just ends it). ``port`` 0 is any
+    free one; a given one lets a test bring a server up where clients failed to connect before."""
 
-    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
         self.handler = handler
         self.tls = tls
-        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener = socket.create_server(("127.0.0.1", port))
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.received: list[RemotingCommand] = []
         self.connections: list[socket.socket] = []

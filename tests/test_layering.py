@@ -203,6 +203,11 @@ def test_only_the_wire_modules_import_a_wire() -> None:
             "runtime/transport/remoting_admin.py",
             "runtime/transport/remoting_producer.py",
             "runtime/transport/connection.py",
+            "runtime/transport/remoting_wire.py",
+            "runtime/transport/remoting_calls.py",
+            "runtime/transport/remoting_answers.py",
+            "runtime/transport/remoting_async.py",
+            "runtime/transport/connection_async.py",
         },
     }
     for path in _modules(PACKAGE / "runtime") + _modules(PACKAGE / "commands"):

@@ -1,7 +1,8 @@
 """ACL 2.0 on a real RocketMQ 5.3.3 broker (authentication and authorization on): a user with Sub on the topic
 and the group consumes with two of our consumers and a Java consumer in one group, every message exactly once;
 a user without that permission, or with a wrong secret, gets one line naming the request, the resource and the
-access key from the first round (``on_error`` and health), never a consumer that idles silently."""
+access key from the first round (``on_error`` and health), never a consumer that idles silently. The asyncio
+transport signs alike and hears the same refusal."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
-from rocket_rebalance.model import AclCredentials
+from rocket_rebalance.model import AclCredentials, ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.transport import GroupRegistration, PullResult, PullStatus, TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
+from tests.aio import run
 from tests.rocketmq.conftest import start_cluster
 from tests.rocketmq.exactly_once import FAST, share_a_group_exactly_once
 
@@ -110,3 +114,38 @@ def test_a_refused_user_hears_one_line_from_the_first_round(
     finally:
         consumer.shutdown()
     assert not [text for text in outputs if credentials.secret_key in text]
+
+
+def test_the_async_transport_signs_for_a_permitted_user_and_names_a_refused_one(secured: RocketMQCluster) -> None:
+    producer = RemotingTransport([secured.namesrv_address], credentials=ADMIN)
+    try:
+        _, [offset] = producer.send(TOPIC, "broker-a", [b"async-acl"], 0)
+    finally:
+        producer.close()
+    mq = MessageQueue(TOPIC, "broker-a", 0)
+
+    def joining(group: str) -> GroupRegistration:
+        return GroupRegistration(
+            group, True, MessageModel.CLUSTERING, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, (TOPIC,)
+        )
+
+    async def calls() -> tuple[PullResult, list[str], TransportError]:
+        reader = AsyncRemotingTransport([secured.namesrv_address], credentials=READER)
+        stranger = AsyncRemotingTransport([secured.namesrv_address], credentials=STRANGER)
+        try:
+            await reader.heartbeat("broker-a", "127.0.0.1@async-reader", joining(GROUP))
+            members = await reader.consumer_list("broker-a", GROUP)
+            pulled = await reader.pull(mq, GROUP, offset, 32, 0)
+            with pytest.raises(TransportError) as refused:
+                await stranger.heartbeat("broker-a", "127.0.0.1@async-stranger", joining(GROUP))
+            return pulled, members, refused.value
+        finally:
+            await reader.close()
+            await stranger.close()
+
+    pulled, members, refusal = run(calls())
+    assert pulled.status == PullStatus.FOUND and pulled.messages[0].body == b"async-acl"
+    assert "127.0.0.1@async-reader" in members
+    line = str(refusal)
+    assert refusal.code == "PERMISSION_DENIED" and f"access key {STRANGER.access_key}" in line
+    assert "HEART_BEAT" in line and "\n" not in line and STRANGER.secret_key not in line

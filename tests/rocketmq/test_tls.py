@@ -2,7 +2,7 @@
 certificates the test makes with the ``openssl`` command: two of our consumers and a Java consumer (``useTLS``
 through ``tls.enable``, verifying against the same CA) share a group over TLS and consume every message exactly
 once; a plaintext consumer hears one line saying to turn TLS on; a wrong CA is refused by the command in one
-line."""
+line. The asyncio transport speaks TLS to the same cluster, and without it hears to turn it on."""
 
 from __future__ import annotations
 
@@ -15,8 +15,12 @@ import pytest
 from rocket_rebalance.lab.certs import LabCertificates, make_certificates
 from rocket_rebalance.lab.rocketmq import RocketMQCluster
 from rocket_rebalance.lab.wait import wait_until
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
+from rocket_rebalance.runtime.transport import GroupRegistration, PullResult, PullStatus, TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
+from tests.aio import run
 from tests.hostile.cli import run_cli
 from tests.rocketmq.conftest import start_cluster
 from tests.rocketmq.exactly_once import FAST, share_a_group_exactly_once
@@ -89,3 +93,33 @@ def test_a_wrong_ca_is_refused_by_the_command_in_one_line(enforcing: RocketMQClu
 def test_the_command_sends_over_tls(enforcing: RocketMQCluster, certs: LabCertificates) -> None:
     done = run_cli("produce", "-n", enforcing.namesrv_address, "-t", TOPIC, "--count", "5", "--tls-ca", certs.ca)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_async_transport_speaks_tls_to_an_enforcing_cluster(enforcing: RocketMQCluster) -> None:
+    mq = MessageQueue(TOPIC, "broker-a", 1)
+    group = f"{GROUP}_async"
+    registration = GroupRegistration(
+        group, True, MessageModel.CLUSTERING, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, (TOPIC,)
+    )
+
+    async def calls() -> tuple[list[int], PullResult, list[str], TransportError]:
+        transport = AsyncRemotingTransport([enforcing.namesrv_address], tls=enforcing.tls_settings)
+        plain = AsyncRemotingTransport([enforcing.namesrv_address])
+        try:
+            _, offsets = await transport.send(TOPIC, "broker-a", [bytes([n]) * 4096 for n in range(40)], mq.queue_id)
+            await transport.heartbeat("broker-a", "127.0.0.1@async-tls", registration)
+            members = await transport.consumer_list("broker-a", group)
+            pulled = await transport.pull(mq, group, offsets[0], 32, 0)  # answers of many TLS records
+            with pytest.raises(TransportError) as refused:
+                await plain.route(TOPIC)
+            return offsets, pulled, members, refused.value
+        finally:
+            await transport.close()
+            await plain.close()
+
+    offsets, pulled, members, refusal = run(calls())
+    assert pulled.status == PullStatus.FOUND and members == ["127.0.0.1@async-tls"]
+    assert [(m.queue_offset, m.body) for m in pulled.messages] == [
+        (offset, bytes([n]) * 4096) for n, offset in enumerate(offsets[:32])
+    ]
+    assert "it may require TLS" in str(refusal) and "use --tls, or tls=True" in str(refusal)

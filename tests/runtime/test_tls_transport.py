@@ -190,13 +190,14 @@ class _Plain:
         self.listener.close()
 
 
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        (b"", "closed the connection during the TLS handshake: it does not seem to speak TLS"),
-        (b"\x00\x00\x00\x20\x00\x00\x00\x10{}" + b"\x00" * 40, "answered the TLS handshake in plaintext"),
-    ],
-)
+PLAINTEXT_ANSWERS = [
+    (b"", "closed the connection during the TLS handshake: it does not seem to speak TLS"),
+    (b"\x00\x00\x00\x20\x00\x00\x00\x10{}" + b"\x00" * 40, "answered the TLS handshake in plaintext"),
+]
+"""What a plaintext server answers a TLS client (nothing, or a remoting frame), and the line that says so."""
+
+
+@pytest.mark.parametrize(("reply", "expected"), PLAINTEXT_ANSWERS)
 def test_a_plaintext_server_is_one_line_when_tls_is_on(reply: bytes, expected: str) -> None:
     server = _Plain(reply)
     transport = RemotingTransport([server.address], timeout=5, tls=TlsSettings(verify=False))

@@ -1,6 +1,11 @@
 """TCP connections speaking RocketMQ's remoting protocol: requests multiplexed by opaque, inbound requests, and
 the one thread that reads them all.
 
+What a connection does above its socket (the table of requests waiting by opaque, the first bytes' check, frames
+decoded and told apart, deadlines, the end that fails what waits, the errors' wording) is :class:`Multiplexer`,
+shared with the asyncio connection (:mod:`.connection_async`), as is the reconnect :class:`Backoff`; the rest of
+this module is the threaded runtime's socket and reader.
+
 A :class:`Connection` owns one socket. Requests from any thread are written whole under a lock and wait for their
 answer by opaque; a request's completion is a callback, so a long-poll pull waits with no thread of its own.
 Requests the server sends on the same connection (NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO ...) are
@@ -33,6 +38,7 @@ import socket
 import ssl
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -40,7 +46,16 @@ from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingComma
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.tls import TlsClient, TlsSession
 
-__all__ = ["Connection", "Reactor", "split_host_port"]
+__all__ = [
+    "Backoff",
+    "Completion",
+    "Connection",
+    "Multiplexer",
+    "Pending",
+    "Reactor",
+    "cannot_connect",
+    "split_host_port",
+]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
@@ -56,7 +71,9 @@ def split_host_port(address: str) -> tuple[str, int]:
 
 
 @dataclass
-class _Pending:
+class Pending:
+    """A request waiting for its answer: what names it in errors, when it gives up, who hears the outcome."""
+
     name: str
     deadline: float
     done: Completion
@@ -192,133 +209,72 @@ class Reactor:
         self._wake_writer.close()
 
 
-class Connection:
-    """A live connection to ``address``, read by ``reactor``; see the module docstring. Create it with
-    :meth:`open`."""
+class Multiplexer(ABC):
+    """One connection's protocol above its socket, for both runtimes (the threaded :class:`Connection`, the
+    asyncio :class:`~.connection_async.AsyncConnection`): requests waiting for their answer by opaque, the first
+    bytes checked for another protocol, frames decoded and told apart (responses to their requests, requests to
+    :meth:`_request_received`), deadlines, and the end that fails everything still waiting. Subclasses move the
+    bytes: they feed what they read to :meth:`_received` and release their socket in :meth:`_release`."""
 
     _opaques = itertools.count(1)  # process-wide, so a log line names one request unambiguously
 
-    def __init__(
-        self,
-        address: str,
-        sock: socket.socket,
-        reactor: Reactor,
-        on_request: Callable[[Connection, RemotingCommand], None],
-        on_close: Callable[[Connection, TransportError], None],
-        tls: TlsSession | None = None,
-    ) -> None:
+    def __init__(self, address: str, tls: bool) -> None:
         self.address = address
-        self._tls = tls
-        self.sock = sock
-        self._reactor = reactor
-        self._on_request = on_request
-        self._on_close = on_close
-        self._write_lock = threading.Lock()
-        self._pending: dict[int, _Pending] = {}
-        self._pending_lock = threading.Lock()
-        self._closed = threading.Event()
+        self._tls_on = tls
+        self._pending: dict[int, Pending] = {}
+        self._pending_lock = threading.Lock()  # the threaded runtime's writers and reader meet here
+        self._closed = False
         self._close_error: TransportError | None = None
         self._decoder = FrameDecoder()
         self._answered = False
 
-    @classmethod
-    def open(
-        cls,
-        address: str,
-        connect_timeout: float,
-        reactor: Reactor,
-        on_request: Callable[[Connection, RemotingCommand], None],
-        on_close: Callable[[Connection, TransportError], None],
-        tls: TlsClient | None = None,
-        peer: str = "the server",
-    ) -> Connection:
-        """Connect to ``address`` within ``connect_timeout`` (the TLS handshake too, with ``tls``; ``peer`` names
-        the server in its errors) and hand the connection to ``reactor``."""
-        try:
-            sock = socket.create_connection(split_host_port(address), timeout=connect_timeout)
-        except OSError as error:
-            raise TransportError(f"cannot connect to {address}: {error.strerror or error}", "UNAVAILABLE") from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        session = None
-        if tls is not None:
-            try:
-                session = TlsSession.handshake(sock, address, peer, tls, connect_timeout)
-            except TransportError:
-                sock.close()
-                raise
-        sock.settimeout(None)
-        connection = cls(address, sock, reactor, on_request, on_close, session)
-        try:
-            reactor.add(connection)
-        except TransportError:
-            sock.close()
-            raise
-        return connection
-
     @property
     def alive(self) -> bool:
-        return not self._closed.is_set()
+        return not self._closed
 
-    # ------------------------------------------------------------------ writing
+    @abstractmethod
+    def _request_received(self, command: RemotingCommand) -> None:
+        """A request the server sent (on the reader: it must return at once)."""
 
-    def request(self, name: str, command: RemotingCommand, timeout: float, done: Completion) -> None:
-        """Send ``command`` and call ``done`` once with its response or the error (never from this call's
-        thread for a response; from it at once when the connection is already closed)."""
+    @abstractmethod
+    def _release(self) -> None:
+        """Stop the socket (the peer sees the end now); called once, by :meth:`_close`."""
+
+    @abstractmethod
+    def _ended(self, error: TransportError) -> None:
+        """The connection ended with ``error``, after every request waiting on it failed."""
+
+    # ------------------------------------------------------------------ requests
+
+    def _register(
+        self, name: str, command: RemotingCommand, timeout: float, done: Completion
+    ) -> RemotingCommand | None:
+        """``command`` with an opaque of its own, noted as waiting up to ``timeout`` for its answer, which goes to
+        ``done``; None when the connection is closed already (``done`` has heard so, at once)."""
         opaque = next(self._opaques)
         with self._pending_lock:
-            if self._closed.is_set():
+            if self._closed:
                 error = self._close_error or TransportError(f"{name} at {self.address}: connection closed")
                 done(TransportError(f"{name} at {self.address}: {error}", "UNAVAILABLE"))
-                return
-            self._pending[opaque] = _Pending(name, time.monotonic() + timeout, done)
-        try:
-            self._write(replace(command, opaque=opaque))
-        except TransportError as error:
-            pending = self._take(opaque)
-            if pending is not None:
-                pending.done(TransportError(f"{name} at {self.address}: {error}", "UNAVAILABLE"))
+                return None
+            self._pending[opaque] = Pending(name, time.monotonic() + timeout, done)
+        return replace(command, opaque=opaque)
 
-    def send(self, command: RemotingCommand) -> None:
-        """Write a oneway request or a response (nothing is awaited)."""
-        self._write(command)
+    def _write_failed(self, opaque: int, error: TransportError) -> None:
+        """The request ``opaque`` could not be written: it fails now, if nothing else failed it first."""
+        pending = self._take(opaque)
+        if pending is not None:
+            pending.done(TransportError(f"{pending.name} at {self.address}: {error}", "UNAVAILABLE"))
 
-    def _write(self, command: RemotingCommand) -> None:
-        self._send(encode(command))
-
-    def _send(self, data: bytes) -> None:
-        """Write ``data`` whole (encrypted, with TLS: records leave in the order the session makes them, because
-        they are made under the write lock; b"" sends only what the session has of its own)."""
-        with self._write_lock:
-            if self._closed.is_set():
-                raise TransportError("connection closed", "UNAVAILABLE")
-            try:
-                self.sock.sendall(data if self._tls is None else self._tls.encrypt(data))
-            except OSError as error:  # ssl.SSLError included: the session is broken, like the socket
-                self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
-                raise TransportError(f"write to {self.address} failed: {error}", "UNAVAILABLE") from None
-
-    def _take(self, opaque: int) -> _Pending | None:
+    def _take(self, opaque: int) -> Pending | None:
         with self._pending_lock:
             return self._pending.pop(opaque, None)
 
-    # ------------------------------------------------------------------ reading (on the reactor)
+    # ------------------------------------------------------------------ reading
 
-    def readable(self) -> None:
-        """The socket has bytes (or its end): read them and hand on every whole frame."""
-        try:
-            chunk = self.sock.recv(1 << 16)
-        except BlockingIOError:
-            return
-        except OSError as error:
-            self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
-            return
-        if not chunk:
-            self._close(self._closed_by_peer())
-            return
-        if self._tls is not None:
-            chunk = self._decrypted(chunk)
-            if not chunk:
-                return
+    def _received(self, chunk: bytes) -> None:
+        """Plaintext bytes from the socket: the first are checked for another protocol, then every whole frame is
+        handed on; a bad frame closes the connection (the stream has lost its frame boundary)."""
         if not self._answered:
             self._answered = True
             other = sniff_non_remoting(chunk)
@@ -333,27 +289,8 @@ class Connection:
         for command in commands:
             self._dispatch(command)
 
-    def _decrypted(self, chunk: bytes) -> bytes:
-        """The plaintext ``chunk`` completes (see :meth:`TlsSession.decrypt`), b"" when none or when the session
-        ended (the connection is closed then); records the session made while reading are sent at once."""
-        assert self._tls is not None
-        try:
-            plain = self._tls.decrypt(chunk)
-        except ssl.SSLZeroReturnError:
-            self._close(self._closed_by_peer())
-            return b""
-        except ssl.SSLError as error:
-            self._close(TransportError(f"TLS on the connection to {self.address} failed: {error}", "UNAVAILABLE"))
-            return b""
-        if self._tls.has_output:
-            try:
-                self._send(b"")
-            except TransportError:  # the connection is closed, and says why
-                return b""
-        return plain
-
     def _closed_by_peer(self) -> TransportError:
-        if not self._answered and self._pending and self._tls is None:
+        if not self._answered and self._pending and not self._tls_on:
             return TransportError(
                 f"the server at {self.address} closed the connection without answering: it may require TLS (a "
                 f"RocketMQ server enforcing TLS closes plaintext connections so: use --tls, or tls=True), or not "
@@ -388,17 +325,23 @@ class Connection:
             self._complete(pending, command)
             return
         try:
-            self._on_request(self, command)
+            self._request_received(command)
         except Exception:  # a failing handler must not take the connection down
             log.exception("%s: handling request code %d failed", self.address, command.code)
 
+    # ------------------------------------------------------------------ deadlines
+
     def expire(self, now: float) -> None:
-        """Fail the requests past their deadline, then close the connection, as Java's client does
-        (``clientCloseSocketIfTimeout``): an answer that never came may be a frame stuck half-read, which would
-        swallow every later answer on this connection, so the next request goes on a new one."""
+        """Fail the requests past their deadline, then close the connection (see :meth:`_expired`)."""
         with self._pending_lock:
             expired = [opaque for opaque, pending in self._pending.items() if pending.deadline <= now]
             late = [self._pending.pop(opaque) for opaque in expired]
+        self._expired(late)
+
+    def _expired(self, late: list[Pending]) -> None:
+        """Fail ``late``, requests past their deadline, then close the connection, as Java's client does
+        (``clientCloseSocketIfTimeout``): an answer that never came may be a frame stuck half-read, which would
+        swallow every later answer on this connection, so the next request goes on a new one."""
         for pending in late:
             self._complete(
                 pending, TransportError(f"{pending.name} at {self.address}: no answer in time", "DEADLINE_EXCEEDED")
@@ -413,7 +356,7 @@ class Connection:
             )
 
     @staticmethod
-    def _complete(pending: _Pending, result: RemotingCommand | TransportError) -> None:
+    def _complete(pending: Pending, result: RemotingCommand | TransportError) -> None:
         try:
             pending.done(result)
         except Exception:
@@ -425,23 +368,201 @@ class Connection:
         self._close(TransportError(f"connection to {self.address} closed", "UNAVAILABLE"))
 
     def _close(self, error: TransportError) -> None:
+        """End the connection once: every request still waiting fails with ``error``'s code, then :meth:`_ended`."""
         with self._pending_lock:
-            if self._closed.is_set():
+            if self._closed:
                 return
-            self._closed.set()
+            self._closed = True
             self._close_error = error
             waiting = list(self._pending.values())
             self._pending.clear()
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)  # the peer sees the end now; the socket is closed by the reactor
-        except OSError:
-            pass
-        self._reactor.retire(self)
+        self._release()
         for pending in waiting:
             # A server of another kind is the whole story; which request found out is noise.
             said = str(error) if error.code == "FAILED_PRECONDITION" else f"{pending.name} at {self.address}: {error}"
             self._complete(pending, TransportError(said, error.code))
         try:
-            self._on_close(self, error)
+            self._ended(error)
         except Exception:
             log.exception("on_close of %s failed", self.address)
+
+
+class Connection(Multiplexer):
+    """A live connection to ``address``, read by ``reactor``; see the module docstring. Create it with
+    :meth:`open`."""
+
+    def __init__(
+        self,
+        address: str,
+        sock: socket.socket,
+        reactor: Reactor,
+        on_request: Callable[[Connection, RemotingCommand], None],
+        on_close: Callable[[Connection, TransportError], None],
+        tls: TlsSession | None = None,
+    ) -> None:
+        super().__init__(address, tls is not None)
+        self._tls = tls
+        self.sock = sock
+        self._reactor = reactor
+        self._on_request = on_request
+        self._on_close = on_close
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        address: str,
+        connect_timeout: float,
+        reactor: Reactor,
+        on_request: Callable[[Connection, RemotingCommand], None],
+        on_close: Callable[[Connection, TransportError], None],
+        tls: TlsClient | None = None,
+        peer: str = "the server",
+    ) -> Connection:
+        """Connect to ``address`` within ``connect_timeout`` (the TLS handshake too, with ``tls``; ``peer`` names
+        the server in its errors) and hand the connection to ``reactor``."""
+        try:
+            sock = socket.create_connection(split_host_port(address), timeout=connect_timeout)
+        except OSError as error:
+            raise cannot_connect(address, error) from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        session = None
+        if tls is not None:
+            try:
+                session = TlsSession.handshake(sock, address, peer, tls, connect_timeout)
+            except TransportError:
+                sock.close()
+                raise
+        sock.settimeout(None)
+        connection = cls(address, sock, reactor, on_request, on_close, session)
+        try:
+            reactor.add(connection)
+        except TransportError:
+            sock.close()
+            raise
+        return connection
+
+    # ------------------------------------------------------------------ writing
+
+    def request(self, name: str, command: RemotingCommand, timeout: float, done: Completion) -> None:
+        """Send ``command`` and call ``done`` once with its response or the error (never from this call's
+        thread for a response; from it at once when the connection is already closed)."""
+        numbered = self._register(name, command, timeout, done)
+        if numbered is None:
+            return
+        try:
+            self._write(numbered)
+        except TransportError as error:
+            self._write_failed(numbered.opaque, error)
+
+    def send(self, command: RemotingCommand) -> None:
+        """Write a oneway request or a response (nothing is awaited)."""
+        self._write(command)
+
+    def _write(self, command: RemotingCommand) -> None:
+        self._send(encode(command))
+
+    def _send(self, data: bytes) -> None:
+        """Write ``data`` whole (encrypted, with TLS: records leave in the order the session makes them, because
+        they are made under the write lock; b"" sends only what the session has of its own)."""
+        with self._write_lock:
+            if self._closed:
+                raise TransportError("connection closed", "UNAVAILABLE")
+            try:
+                self.sock.sendall(data if self._tls is None else self._tls.encrypt(data))
+            except OSError as error:  # ssl.SSLError included: the session is broken, like the socket
+                self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
+                raise TransportError(f"write to {self.address} failed: {error}", "UNAVAILABLE") from None
+
+    # ------------------------------------------------------------------ reading (on the reactor)
+
+    def readable(self) -> None:
+        """The socket has bytes (or its end): read them and hand on every whole frame."""
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
+            return
+        if not chunk:
+            self._close(self._closed_by_peer())
+            return
+        if self._tls is not None:
+            chunk = self._decrypted(chunk)
+            if not chunk:
+                return
+        self._received(chunk)
+
+    def _decrypted(self, chunk: bytes) -> bytes:
+        """The plaintext ``chunk`` completes (see :meth:`TlsSession.decrypt`), b"" when none or when the session
+        ended (the connection is closed then); records the session made while reading are sent at once."""
+        assert self._tls is not None
+        try:
+            plain = self._tls.decrypt(chunk)
+        except ssl.SSLZeroReturnError:
+            self._close(self._closed_by_peer())
+            return b""
+        except ssl.SSLError as error:
+            self._close(TransportError(f"TLS on the connection to {self.address} failed: {error}", "UNAVAILABLE"))
+            return b""
+        if self._tls.has_output:
+            try:
+                self._send(b"")
+            except TransportError:  # the connection is closed, and says why
+                return b""
+        return plain
+
+    def _request_received(self, command: RemotingCommand) -> None:
+        self._on_request(self, command)
+
+    # ------------------------------------------------------------------ closing
+
+    def _release(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # the peer sees the end now; the socket is closed by the reactor
+        except OSError:
+            pass
+        self._reactor.retire(self)
+
+    def _ended(self, error: TransportError) -> None:
+        self._on_close(self, error)
+
+
+def cannot_connect(address: str, error: OSError) -> TransportError:
+    """A connection that could not be opened (refused, unreachable, no answer in time), in one line."""
+    return TransportError(f"cannot connect to {address}: {error.strerror or error}", "UNAVAILABLE")
+
+
+_BACKOFF = (0.2, 5.0)
+
+
+@dataclass
+class Backoff:
+    """When a pool may try an address again after failures, for both runtimes' pools: 0.2 s after the first
+    failure, doubling to 5 s, so a broker that is down is not hammered; at once again after a success. A server of
+    another kind (``FAILED_PRECONDITION``) is not tried again for the longest wait."""
+
+    retry_at: float = 0.0
+    delay: float = _BACKOFF[0]
+    last_error: TransportError | None = None
+
+    def check(self, now: float) -> None:
+        """Raise the last failure while its wait lasts."""
+        if now < self.retry_at and self.last_error is not None:
+            raise TransportError(f"{self.last_error} (next try in {self.retry_at - now:.1f} s)", "UNAVAILABLE")
+
+    def failed(self, error: TransportError, now: float) -> None:
+        """Opening a connection failed with ``error``."""
+        self.last_error = error
+        self.retry_at = now + self.delay
+        self.delay = min(_BACKOFF[1], self.delay * 2)
+
+    def opened(self) -> None:
+        self.delay = _BACKOFF[0]
+        self.last_error = None
+
+    def ended(self, error: TransportError, now: float) -> None:
+        """A connection ended with ``error``."""
+        if error.code == "FAILED_PRECONDITION":  # a server of another kind: do not retry at once
+            self.last_error, self.retry_at = error, now + _BACKOFF[1]

@@ -28,7 +28,7 @@ from pathlib import Path
 from rocket_rebalance.model import TlsSettings
 from rocket_rebalance.runtime.transport import TransportError
 
-__all__ = ["TlsClient", "TlsConfigError", "TlsSession", "tls_client"]
+__all__ = ["TlsClient", "TlsConfigError", "TlsSession", "closed_in_handshake", "handshake_failure", "tls_client"]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
@@ -158,38 +158,12 @@ class TlsSession:
                 sock.settimeout(left)
                 data = sock.recv(1 << 16)
                 if not data:
-                    raise TransportError(
-                        f"{peer} at {address} closed the connection during the TLS handshake: it does not seem to "
-                        "speak TLS (turn TLS off for a plaintext cluster), or it refused our client certificate",
-                        "FAILED_PRECONDITION",
-                    )
+                    raise closed_in_handshake(address, peer)
                 incoming.write(data)
         except TransportError:  # an OSError too: said already
             raise
-        except ssl.SSLCertVerificationError as error:
-            raise TransportError(
-                f"{peer} {address}'s certificate did not verify against {client.trust}: {error.verify_message}",
-                "FAILED_PRECONDITION",
-            ) from None
-        except ssl.SSLError as error:
-            if any(mark in str(error) for mark in _NOT_TLS):
-                raise TransportError(
-                    f"{peer} at {address} answered the TLS handshake in plaintext: it does not speak TLS "
-                    "(turn TLS off for a plaintext cluster)",
-                    "FAILED_PRECONDITION",
-                ) from None
-            raise TransportError(
-                f"TLS handshake with {peer} at {address} failed: {_reason(error)}", "FAILED_PRECONDITION"
-            ) from None
-        except TimeoutError:
-            raise TransportError(
-                f"TLS handshake with {peer} at {address}: no answer in {timeout:g} s (does it speak TLS?)",
-                "UNAVAILABLE",
-            ) from None
-        except OSError as error:
-            raise TransportError(
-                f"TLS handshake with {peer} at {address} failed: {error.strerror or error}", "UNAVAILABLE"
-            ) from None
+        except (ssl.SSLError, OSError) as error:  # TimeoutError included
+            raise handshake_failure(error, address, peer, client, timeout) from None
 
     def decrypt(self, data: bytes) -> bytes:
         """The plaintext of every whole record that ``data`` completes (b"" when it completes none); the rest of
@@ -222,3 +196,36 @@ class TlsSession:
         sends them through :meth:`encrypt` with no data, under the write lock, like any other write."""
         with self._lock:
             return self._outgoing.pending > 0
+
+
+def handshake_failure(error: OSError, address: str, peer: str, client: TlsClient, timeout: float) -> TransportError:
+    """How a TLS handshake with ``peer`` at ``address`` failed, in one line for both runtimes' handshakes:
+    ``FAILED_PRECONDITION`` when a setting must change (a certificate that does not verify, a server that does not
+    speak TLS), ``UNAVAILABLE`` when it may pass by itself (no answer in ``timeout`` seconds, a reset)."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return TransportError(
+            f"{peer} {address}'s certificate did not verify against {client.trust}: {error.verify_message}",
+            "FAILED_PRECONDITION",
+        )
+    if isinstance(error, ssl.SSLError):
+        if any(mark in str(error) for mark in _NOT_TLS):
+            return TransportError(
+                f"{peer} at {address} answered the TLS handshake in plaintext: it does not speak TLS "
+                "(turn TLS off for a plaintext cluster)",
+                "FAILED_PRECONDITION",
+            )
+        return TransportError(f"TLS handshake with {peer} at {address} failed: {_reason(error)}", "FAILED_PRECONDITION")
+    if isinstance(error, TimeoutError):
+        return TransportError(
+            f"TLS handshake with {peer} at {address}: no answer in {timeout:g} s (does it speak TLS?)", "UNAVAILABLE"
+        )
+    return TransportError(f"TLS handshake with {peer} at {address} failed: {error.strerror or error}", "UNAVAILABLE")
+
+
+def closed_in_handshake(address: str, peer: str) -> TransportError:
+    """The server closed the connection during the TLS handshake."""
+    return TransportError(
+        f"{peer} at {address} closed the connection during the TLS handshake: it does not seem to speak TLS (turn "
+        "TLS off for a plaintext cluster), or it refused our client certificate",
+        "FAILED_PRECONDITION",
+    )

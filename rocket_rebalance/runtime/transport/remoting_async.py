@@ -1,0 +1,359 @@
+"""The asyncio remoting transport: RocketMQ's own protocol to a real Apache RocketMQ cluster, on an event loop.
+
+The twin of :class:`~.remoting.RemotingTransport` for the asyncio runtime (:class:`~rocket_rebalance.runtime.
+transport.AsyncTransport`): the same calls, answers, errors and codes, as coroutines of the loop it is used on.
+Everything above the socket is shared with the threaded transport, not copied: each call is the operation of
+:mod:`.remoting_calls` (building the request, reading the answer, mapping errors, the name servers in turn, the
+brokers' addresses, the retry topic in heartbeats, the expression types for pulls), run here by an awaiting driver
+(:meth:`AsyncRemotingTransport._run`); signing, the refused credentials' line and the GO_AWAY rule are the wire's
+(:mod:`.remoting_wire`); what a broker asks of us and how it is answered is :mod:`.remoting_answers`.
+
+What is the loop's own: one connection per address (:class:`~.connection_async.AsyncConnection`, asyncio streams,
+TLS with the context :mod:`.tls` builds) opened lazily by the first call that needs it, shared by every call,
+requests multiplexed by opaque, one reader task per connection and no thread at all. Opening is one at a time per
+address (an ``asyncio.Lock``), with the threaded pool's reconnect backoff; the cluster-info look-up for an unknown
+broker is one at a time too. A broker's notification goes to the stream's ``on_group`` on the loop, from the
+reader; running info is answered in place; CONSUME_MESSAGE_DIRECTLY awaits the attached consumer in a task of its
+own, so the reader goes on reading meanwhile.
+
+Written twice, once per runtime, and why: the driver loop (:meth:`AsyncRemotingTransport._run`), opening a
+connection under a per-address lock, and the answer to CONSUME_MESSAGE_DIRECTLY (:meth:`AsyncRemotingTransport.
+_reply`) differ from the threaded transport's only by ``await`` and by the kind of lock: a thread cannot await the
+loop's future, and the loop must not block on a thread's lock, so each runtime keeps those few lines of its own
+around the shared :func:`~.remoting_wire.step`, :class:`~.connection.Backoff` and :mod:`.remoting_answers`.
+
+A transport belongs to the loop of its first call: its connections are that loop's streams, and a call from
+another loop is refused (``FAILED_PRECONDITION``) rather than left to hang on a stream no loop reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
+from rocket_rebalance.remoting import RemotingCommand
+from rocket_rebalance.route import TopicRoute
+from rocket_rebalance.runtime.transport import (
+    AsyncBrokerRequests,
+    GroupNotified,
+    GroupRegistration,
+    GroupSubscription,
+    Message,
+    NotificationStream,
+    PullResult,
+    StreamEnded,
+    TransportError,
+)
+from rocket_rebalance.runtime.transport.connection import Backoff
+from rocket_rebalance.runtime.transport.connection_async import AsyncConnection
+from rocket_rebalance.runtime.transport.remoting_answers import (
+    NotificationStreams,
+    answer_now,
+    consumed_directly,
+    failed_answer,
+)
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
+from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Effect, Exchange, Op, step
+from rocket_rebalance.subscription import SubscriptionExpression
+
+__all__ = ["AsyncRemotingTransport"]
+
+log = logging.getLogger("rocket_rebalance.runtime.remoting")
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Link:
+    """What the transport knows of one address: its live connection and, after failures, when to try again."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    connection: AsyncConnection | None = None
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+class AsyncRemotingTransport(RemotingEnds):
+    """A RocketMQ client's wire to the name servers ``namesrv_addrs`` and the brokers their routes name, on the
+    running event loop; see the module docstring. ``timeout`` is each call's (a pull's socket waits its long poll
+    and 15 s more), ``credentials`` sign every request, ``tls`` encrypts every connection."""
+
+    def __init__(
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
+    ) -> None:
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
+        self._links: dict[str, _Link] = {}
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cluster_info_lock = asyncio.Lock()
+        self._streams = NotificationStreams()
+        self._client: AsyncBrokerRequests | None = None
+        self._readers: set[asyncio.Task[None]] = set()
+        self._answers: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"AsyncRemotingTransport({self.address!r})"
+
+    # ------------------------------------------------------------------ connections
+
+    async def _connection(self, address: str) -> AsyncConnection:
+        if self._closed:
+            raise TransportError(f"transport to {address} is closed", "UNAVAILABLE")
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise TransportError(
+                f"the transport to {self.address} belongs to another event loop (the one of its first call)",
+                "FAILED_PRECONDITION",
+            )
+        link = self._links.setdefault(address, _Link())
+        async with link.lock:  # one opening at a time per address
+            current = link.connection
+            if current is not None and current.alive:
+                return current
+            now = time.monotonic()
+            link.backoff.check(now)
+            peer = "the name server" if address in self._wire.namesrvs else "the broker"
+            try:
+                connection = await AsyncConnection.open(
+                    address, self._timeout, self._on_request, self._on_close, self._tls, peer
+                )
+            except TransportError as error:
+                link.backoff.failed(error, now)
+                raise
+            self._track(connection.task, self._readers)
+            if self._closed:  # close() came while this one was opening
+                connection.close()
+                raise TransportError(f"transport to {address} is closed", "UNAVAILABLE")
+            link.connection = connection
+            link.backoff.opened()
+            return connection
+
+    def _on_close(self, connection: AsyncConnection, error: TransportError) -> None:
+        """Forget a connection that ended (on the loop, from its reader) and end its notification streams."""
+        link = self._links.get(connection.address)
+        if link is not None and link.connection is connection:
+            link.connection = None
+            link.backoff.ended(error, time.monotonic())
+        self._streams.ended(connection.address, None if self._closed else error)
+
+    def _track(self, task: asyncio.Task[None], tasks: set[asyncio.Task[None]]) -> None:
+        """Keep ``task`` until it ends; one that fails unexpectedly is logged, never lost."""
+        tasks.add(task)
+
+        def ended(done: asyncio.Task[None]) -> None:
+            tasks.discard(done)
+            if not done.cancelled() and done.exception() is not None:
+                log.error("remoting task %s failed unexpectedly", done.get_name(), exc_info=done.exception())
+
+        task.add_done_callback(ended)
+
+    # ------------------------------------------------------------------ the awaiting driver
+
+    async def _run(self, op: Op[T]) -> T:
+        """Run one of the wire's operations, each exchange awaited (:func:`~.remoting_wire.step`). Cancelled, it
+        closes the operation where it waits; an answer that comes after is dropped by the connection."""
+        reply: object = None
+        error: TransportError | None = None
+        try:
+            while True:
+                effect = step(op, reply, error)
+                if isinstance(effect, Done):
+                    return effect.value
+                try:
+                    reply, error = await self._perform(effect), None
+                except TransportError as failed:
+                    reply, error = None, failed
+        finally:
+            op.close()
+
+    async def _perform(self, effect: Effect) -> object:
+        if isinstance(effect, Exchange):
+            return await self._exchange(effect.address, effect.name, effect.command, effect.timeout)
+        if isinstance(effect, Batch):
+            return await self._batch(effect)
+        async with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
+            await self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
+        return None
+
+    async def _exchange(
+        self,
+        address: str,
+        name: str,
+        command: RemotingCommand,
+        timeout: float,
+        connection: AsyncConnection | None = None,
+    ) -> RemotingCommand:
+        """One request (signed by the wire) and its answer as the wire reads it; GO_AWAY retires the connection
+        and the request goes once more on a new one."""
+        command = self._wire.outgoing(command)
+        connection = connection or await self._connection(address)
+        answer = self._wire.answered(await connection.request(name, command, timeout))
+        if self._wire.going_away(address, name, answer):
+            connection.close()
+            connection = await self._connection(address)
+            answer = self._wire.answered(await connection.request(name, command, timeout))
+        return answer
+
+    async def _batch(self, batch: Batch) -> list[RemotingCommand | TransportError]:
+        """Every request of ``batch`` on one connection at once; the answers, or failures, in order."""
+        try:
+            connection = await self._connection(batch.address)
+        except TransportError as error:
+            return [error] * len(batch.commands)
+        answers = await asyncio.gather(
+            *(
+                self._exchange(batch.address, batch.name, command, batch.timeout, connection)
+                for command in batch.commands
+            ),
+            return_exceptions=True,
+        )
+        for answer in answers:
+            if not isinstance(answer, RemotingCommand | TransportError):
+                raise answer  # not a failure of the wire's: the caller's to see
+        return [answer for answer in answers if isinstance(answer, RemotingCommand | TransportError)]
+
+    # ------------------------------------------------------------------ the consumer's calls
+
+    async def route(self, topic: str) -> TopicRoute:
+        return await self._run(self._wire.route(topic))
+
+    async def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
+        await self._run(self._wire.heartbeat(broker, client_id, group))
+
+    async def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
+        await self._run(self._wire.unregister(broker, client_id, consumer_group))
+
+    async def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
+        return await self._run(self._wire.consumer_list(broker, consumer_group))
+
+    async def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
+        return await self._run(self._wire.subscription_table(broker, consumer_group))
+
+    async def check_subscription(
+        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
+    ) -> None:
+        await self._run(self._wire.check_subscription(broker, consumer_group, client_id, topic, expression))
+
+    async def query_offsets(
+        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
+    ) -> dict[MessageQueue, int | None]:
+        return await self._run(self._wire.query_offsets(broker, consumer_group, queues))
+
+    async def update_offsets(
+        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]:
+        return await self._run(self._wire.update_offsets(broker, consumer_group, client_id, offsets))
+
+    async def lock(
+        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
+    ) -> set[MessageQueue]:
+        return await self._run(self._wire.lock(broker, consumer_group, client_id, queues))
+
+    async def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
+        await self._run(self._wire.unlock(broker, consumer_group, client_id, queues))
+
+    async def pull(
+        self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int
+    ) -> PullResult:
+        """A long-poll pull: the broker holds it up to ``wait_ms``, the socket waits 15 s longer than that."""
+        return await self._run(self._wire.pull(mq, consumer_group, offset, max_messages, wait_ms))
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self._run(self._wire.max_offset(mq))
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self._run(self._wire.search_offset(mq, timestamp_ms))
+
+    async def send(
+        self,
+        topic: str,
+        broker: str,
+        bodies: Sequence[bytes],
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
+    ) -> tuple[int, list[int]]:
+        return await self._run(self._wire.send(topic, broker, bodies, queue_id, tags, keys, properties))
+
+    async def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+        await self._run(self._wire.send_back(consumer_group, message, max_reconsume_times))
+
+    # ------------------------------------------------------------------ what brokers ask of us
+
+    async def connect(
+        self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded
+    ) -> NotificationStream:
+        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master, until it closes;
+        ``on_group`` and ``on_end`` are called on the loop."""
+        address = await self._run(self._wire.master(broker))
+        connection = await self._connection(address)
+        stream = self._streams.open(address, on_group, on_end)
+        if not connection.alive:
+            stream.end(TransportError(f"connection to {address} closed", "UNAVAILABLE"))
+        return stream
+
+    def attach(self, client: AsyncBrokerRequests) -> None:
+        """Answer brokers' requests about this consumer (running info, consume directly) from ``client``."""
+        self._client = client
+
+    def _on_request(self, connection: AsyncConnection, command: RemotingCommand) -> None:
+        """On the reader: notifications at once; anything to answer in a task of its own."""
+        if self._streams.take(connection.address, command):
+            return
+        if self._closed:
+            log.debug("%s sent request code %d after close; not answered", connection.address, command.code)
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._answer(connection, command), name=f"rr-remoting-answer {connection.address}"
+        )
+        self._track(task, self._answers)
+
+    async def _answer(self, connection: AsyncConnection, command: RemotingCommand) -> None:
+        try:
+            reply = await self._reply(command)
+        except Exception as error:  # Java answers SYSTEM_ERROR with the exception's text
+            log.exception("answering request code %d from %s failed", command.code, connection.address)
+            reply = failed_answer(command, error)
+        try:
+            connection.send(reply)
+        except TransportError as error:
+            log.debug("could not answer %s: %s", connection.address, error)
+
+    async def _reply(self, command: RemotingCommand) -> RemotingCommand:
+        client = self._client
+        found = answer_now(command, client, self.address, self._wire.sub_version)
+        if isinstance(found, RemotingCommand):
+            return found
+        assert client is not None  # a message to consume is handed on only when a consumer is attached
+        started = time.monotonic()
+        consumed, remark = await client.consume_directly(found)
+        return consumed_directly(command, consumed, remark, int((time.monotonic() - started) * 1000))
+
+    # ------------------------------------------------------------------ closing
+
+    async def close(self, timeout: float | None = None) -> bool:
+        """Close every connection: what waits on one fails at once (``UNAVAILABLE``), every notification stream
+        hears its end (None), and nothing is sent after this; answers under way are cancelled. Then wait up to
+        ``timeout`` seconds (None: the call timeout) for the reader and answer tasks to end; True when they did."""
+        self._closed = True
+        for link in list(self._links.values()):
+            if link.connection is not None:
+                link.connection.close()
+        for task in self._answers:
+            task.cancel()
+        tasks = self._readers | self._answers
+        if not tasks:
+            return True
+        _, pending = await asyncio.wait(tasks, timeout=self._timeout if timeout is None else timeout)
+        return not pending
