@@ -112,7 +112,9 @@ Time
   M1. Every timer is a deadline compared with ``now``; after each event the core emits ``WakeAt(t)`` when its
       earliest deadline changed (and after every ``Tick``), and expects a ``Tick`` then; an early Tick is
       harmless. A request unanswered after ``request_timeout`` counts as failed.
-  M2. ``ShutdownRequested`` stops rounds and releases every queue as in T3/L3; ``ShutdownComplete`` follows.
+  M2. ``ShutdownRequested`` stops rounds and releases every queue as in T3/L3; ``ShutdownComplete`` follows once
+      every unlock sent has been answered (``QueuesUnlocked``) or timed out, so the runtime closes no connection
+      under an unlock on its way (the next owner would wait for the lock to lapse).
 
 History
   H1. ``history`` keeps the last rounds (``core.history``): each round's trigger (the earliest request names it:
@@ -1116,7 +1118,9 @@ class RebalanceCore:
             self._release(entry, now)
 
     def _check_shutdown_complete(self) -> None:
-        if self._shutting_down and not self._shutdown_done and not self._entries:
+        """M2: complete once every queue is released and every unlock answered (or timed out): a runtime that
+        closes its connections on ``ShutdownComplete`` must not cut an unlock off, or the next owner waits."""
+        if self._shutting_down and not self._shutdown_done and not self._entries and not self._unlocking:
             self._shutdown_done = True
             self._next_persist_at = _NEVER
             self._next_lock_all_at = _NEVER

@@ -688,8 +688,22 @@ def test_shutdown_releases_everything_then_completes() -> None:
     (persist,) = only(actions, PersistOffsets)
     assert dict(persist.offsets) == {QS[2]: 6}  # the others' stored offsets stand
     actions = d(OffsetsPersisted(dict(persist.offsets)))
-    assert only(actions, ShutdownComplete) and {a.mq for a in only(d.log, DropQueue)} == set(QS)
+    assert {a.mq for a in only(d.log, DropQueue)} == set(QS)
+    assert not only(actions, ShutdownComplete)  # M2: not while unlocks are on their way
+    unlocked = {mq for a in only(d.log, UnlockQueues) for mq in a.queues}
+    assert unlocked == set(QS)
+    actions = d(QueuesUnlocked(frozenset(QS[:3])))
+    assert not only(actions, ShutdownComplete)
+    assert only(d(QueuesUnlocked(frozenset(QS[3:]))), ShutdownComplete)
     assert not only(d(ConsumerIdsChanged(), at=10.0), FetchConsumerList)
+
+
+def test_a_shutdown_whose_unlock_is_never_answered_completes_when_it_times_out() -> None:
+    d = Drive(request_timeout=2.0)
+    d.start()
+    d(ShutdownRequested(), at=3.0)
+    assert not only(d(Tick(), at=4.9), ShutdownComplete)
+    assert only(d(Tick(), at=5.0), ShutdownComplete)
 
 
 def test_shutdown_with_nothing_held_completes_at_once() -> None:

@@ -24,6 +24,7 @@ from rocket_rebalance.core import (
     QueueSeeked,
     QueuesRevoked,
     QueueState,
+    QueuesUnlocked,
     RevokeQueues,
     ShutdownComplete,
     ShutdownRequested,
@@ -142,7 +143,8 @@ def test_shutdown_revokes_every_queue_in_one_call_then_completes() -> None:
     assert only(actions, RevokeQueues) == [RevokeQueues(tuple(QS))]
     actions = d(QueuesRevoked(frozenset(QS)), at=2.5)
     (persist,) = only(actions, PersistOffsets)
-    assert ShutdownComplete() in d(OffsetsPersisted(dict(persist.offsets)), at=2.6)
+    d(OffsetsPersisted(dict(persist.offsets)), at=2.6)
+    assert ShutdownComplete() in d(QueuesUnlocked(frozenset(QS)), at=2.7)
 
 
 def test_without_a_listener_releases_are_as_before() -> None:
