@@ -34,6 +34,9 @@ from rocket_rebalance.route import PERM_WRITE
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from rocket_rebalance.runtime.listener import RebalanceListener
+    from rocket_rebalance.runtime.transport import Message
+
 __all__ = ["register"]
 
 
@@ -140,27 +143,34 @@ def _metrics_server(args: argparse.Namespace) -> tuple[CollectorRegistry | bool,
 
 
 def _run_consume(args: argparse.Namespace) -> int:
-    from rocket_rebalance.model import ConsumeFromWhere, MessageModel
-    from rocket_rebalance.runtime.consumer import PushConsumer, default_client_id
-    from rocket_rebalance.runtime.transport import Message
+    """``consume``: one consumer of the API ``--api`` chooses (push or pull, threaded or asyncio), printing its
+    ownership and progress as JSON lines until SIGTERM or Ctrl-C, then shutting down cleanly."""
+    from rocket_rebalance.runtime.consumer import default_client_id
 
+    if args.orderly and args.api in ("pull", "async-pull"):
+        raise CommandError("--orderly is for the push consumers (--api push or async-push): a pull consumer polls")
     metrics, stop_metrics = _metrics_server(args)
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLogFormatter() if args.log_format == "json" else logging.Formatter(TEXT_LOG_FORMAT))
     logging.basicConfig(level=args.log_level, handlers=[handler])
     client_id = args.client_id or default_client_id()
-    recorder = _Recorder(args.record, client_id)
-    work = args.work_ms / 1000
+    session = _Session(args, client_id, _Recorder(args.record, client_id), _consumer_options(args, client_id, metrics))
+    try:
+        if args.api.startswith("async"):
+            import asyncio
 
-    def listener(batch: list[Message]) -> None:
-        for message in batch:
-            started = time.time()
-            if work:
-                time.sleep(work)
-            recorder.record(message.mq, message.queue_offset, started, time.time(), message.tags)
+            asyncio.run(session.run_async())
+        else:
+            session.run()
+    finally:
+        stop_metrics()
+        session.recorder.close()
+    return 0
 
-    def queues_changed(topic: str, mq_all: Sequence[MessageQueue], mq_divided: Sequence[MessageQueue]) -> None:
-        _emit("owned", client=client_id, topic=topic, queues=_queue_names(mq_divided), total=len(mq_all))
+
+def _consumer_options(args: argparse.Namespace, client_id: str, metrics: CollectorRegistry | bool) -> dict[str, Any]:
+    """What every kind of consumer is given, from the command line."""
+    from rocket_rebalance.model import ConsumeFromWhere, MessageModel
 
     intervals = {
         name: value
@@ -174,62 +184,205 @@ def _run_consume(args: argparse.Namespace) -> int:
     }
     credentials = acl_credentials(args)
     tls = tls_settings(args)
-    consumer = PushConsumer(
-        args.namesrv,
-        args.group,
-        topics=_subscriptions(args.topic, args.expressions),
-        listener=listener,
-        queue_listener=queues_changed,
-        strategy=build_strategy(args.strategy or "AVG", args),
-        message_model=MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING,
-        consume_from_where={
+    return {
+        "topics": _subscriptions(args.topic, args.expressions),
+        "strategy": build_strategy(args.strategy or "AVG", args),
+        "message_model": MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING,
+        "consume_from_where": {
             "last": ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
             "first": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             "timestamp": ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
         }[args.consume_from],
-        consume_orderly=args.orderly,
-        fenced_handover=not args.no_fence,
-        recover_dead_holders=not args.keep_dead_locks,
-        client_id=client_id,
-        token=args.token,
-        access_key=None if credentials is None else credentials.access_key,
-        secret_key=None if credentials is None else credentials.secret_key,
-        security_token=None if credentials is None else credentials.security_token,
-        tls=tls is not None,
-        tls_ca_file=None if tls is None else tls.ca_file,
-        tls_cert_file=None if tls is None else tls.cert_file,
-        tls_key_file=None if tls is None else tls.key_file,
-        tls_verify=tls is None or tls.verify,
-        offset_file=args.offsets,
-        reset_offsets=args.reset_offsets,
-        metrics=metrics,
+        "fenced_handover": not args.no_fence,
+        "recover_dead_holders": not args.keep_dead_locks,
+        "client_id": client_id,
+        "token": args.token,
+        "access_key": None if credentials is None else credentials.access_key,
+        "secret_key": None if credentials is None else credentials.secret_key,
+        "security_token": None if credentials is None else credentials.security_token,
+        "tls": tls is not None,
+        "tls_ca_file": None if tls is None else tls.ca_file,
+        "tls_cert_file": None if tls is None else tls.cert_file,
+        "tls_key_file": None if tls is None else tls.key_file,
+        "tls_verify": tls is None or tls.verify,
+        "offset_file": args.offsets,
+        "reset_offsets": args.reset_offsets,
+        "metrics": metrics,
         **intervals,
-    )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    }
 
-    # kill -USR1: the engine's state as a JSON line on stdout and every thread's stack on stderr: through
-    # faulthandler (registered after the Python handler so that it chains to it) as text, or as one JSON log
-    # record with --log-format json, whose every line must be one object.
-    def dump() -> None:
-        _emit("state", **consumer.describe())
-        if args.log_format == "json":
+
+class _Session:
+    """One ``consume`` run: the consumer, what it prints, and how it stops. A push consumer reports its queues
+    through its queue listener (Java's ``MessageQueueListener``: the allocation); a pull consumer, which has
+    none, through a rebalance listener (the queues it consumes: assigned, revoked, lost) and commits each batch
+    once processed, so a kill re-delivers what it had not finished."""
+
+    def __init__(self, args: argparse.Namespace, client_id: str, recorder: _Recorder, options: dict[str, Any]) -> None:
+        self.args = args
+        self.client_id = client_id
+        self.recorder = recorder
+        self.options = options
+        self.work = args.work_ms / 1000
+        self.held: dict[str, set[MessageQueue]] = {}  # a pull consumer's queues, per topic, as its listener heard
+
+    def record(self, message: Message, started: float) -> None:
+        self.recorder.record(message.mq, message.queue_offset, started, time.time(), message.tags)
+
+    def queues_changed(self, topic: str, mq_all: Sequence[MessageQueue], mq_divided: Sequence[MessageQueue]) -> None:
+        _emit("owned", client=self.client_id, topic=topic, queues=_queue_names(mq_divided), total=len(mq_all))
+
+    def heard(self, queues: frozenset[MessageQueue], gained: bool) -> None:
+        for mq in queues:
+            held = self.held.setdefault(mq.topic, set())
+            if gained:
+                held.add(mq)
+            else:
+                held.discard(mq)
+        for topic in sorted({mq.topic for mq in queues}):
+            _emit("owned", client=self.client_id, topic=topic, queues=_queue_names(sort_queues(self.held[topic])))
+
+    def pull_options(self) -> dict[str, Any]:
+        """A pull consumer's: commits by hand (after each processed batch), and reports through its listener."""
+        return {"auto_commit": False, "rebalance_listener": self.listener(), **self.options}
+
+    def listener(self) -> RebalanceListener:
+        from rocket_rebalance.runtime.listener import RebalanceListener
+
+        session = self
+
+        class Reporting(RebalanceListener):
+            def on_queues_assigned(self, queues: frozenset[MessageQueue]) -> None:
+                session.heard(queues, gained=True)
+
+            def on_queues_revoked(self, queues: frozenset[MessageQueue]) -> None:
+                session.heard(queues, gained=False)
+
+        return Reporting()
+
+    def dump(self, describe: Callable[[], dict[str, object]]) -> None:
+        """kill -USR1: the engine's state as a JSON line on stdout and every thread's stack on stderr: through
+        faulthandler (registered after the Python handler so that it chains to it) as text, or as one JSON log
+        record with --log-format json, whose every line must be one object."""
+        _emit("state", **describe())
+        if self.args.log_format == "json":
             logging.getLogger("rocket_rebalance.commands").warning("thread stacks", extra={"stacks": _stacks()})
 
-    signal.signal(signal.SIGUSR1, lambda *_: threading.Thread(target=dump).start())
-    if args.log_format == "text":
-        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
-    _emit("starting", client=client_id, group=args.group, topics=args.topic)  # before it registers anywhere
-    consumer.start()
-    _emit("started", client=client_id, group=args.group, topics=args.topic)
-    while not stop.wait(args.report_interval):
-        _emit("consumed", client=client_id, total=consumer.consumed)
-    clean = consumer.shutdown()
-    stop_metrics()
-    recorder.close()
-    _emit("stopped", client=client_id, clean=clean, total=consumer.consumed)
-    return 0
+    def run(self) -> None:
+        """The threaded consumers, on this thread: a push consumer's listener on its pool, a pull consumer's
+        polls here."""
+        from rocket_rebalance.runtime.consumer import PushConsumer
+        from rocket_rebalance.runtime.pull_consumer import PullConsumer
+
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        consumer: PushConsumer | PullConsumer
+        if self.args.api == "push":
+
+            def listener(batch: list[Message]) -> None:
+                for message in batch:
+                    started = time.time()
+                    if self.work:
+                        time.sleep(self.work)
+                    self.record(message, started)
+
+            consumer = PushConsumer(
+                self.args.namesrv,
+                self.args.group,
+                listener=listener,
+                queue_listener=self.queues_changed,
+                consume_orderly=self.args.orderly,
+                **self.options,
+            )
+        else:
+            consumer = PullConsumer(self.args.namesrv, self.args.group, **self.pull_options())
+        signal.signal(signal.SIGUSR1, lambda *_: threading.Thread(target=self.dump, args=(consumer.describe,)).start())
+        if self.args.log_format == "text":
+            faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
+        self._starting()
+        consumer.start()
+        self._started()
+        reported = time.monotonic()
+        while not stop.is_set():
+            if isinstance(consumer, PullConsumer):
+                batch = consumer.poll(timeout=min(self.args.report_interval, 0.5))
+                for message in batch:
+                    started = time.time()
+                    if self.work:
+                        time.sleep(self.work)
+                    self.record(message, started)
+                if batch:
+                    consumer.commit()
+            else:
+                stop.wait(self.args.report_interval)
+            if time.monotonic() - reported >= self.args.report_interval:
+                reported = time.monotonic()
+                _emit("consumed", client=self.client_id, total=consumer.consumed)
+        clean = consumer.shutdown()
+        _emit("stopped", client=self.client_id, clean=clean, total=consumer.consumed)
+
+    async def run_async(self) -> None:
+        """The asyncio consumers, on this process's one event loop: the listener awaited there, polls there."""
+        import asyncio
+
+        from rocket_rebalance.runtime.async_consumer import AsyncPullConsumer, AsyncPushConsumer
+
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        consumer: AsyncPushConsumer | AsyncPullConsumer
+        if self.args.api == "async-push":
+
+            async def listener(batch: list[Message]) -> None:
+                for message in batch:
+                    started = time.time()
+                    if self.work:
+                        await asyncio.sleep(self.work)
+                    self.record(message, started)
+
+            consumer = AsyncPushConsumer(
+                self.args.namesrv,
+                self.args.group,
+                listener=listener,
+                queue_listener=self.queues_changed,
+                consume_orderly=self.args.orderly,
+                **self.options,
+            )
+        else:
+            consumer = AsyncPullConsumer(self.args.namesrv, self.args.group, **self.pull_options())
+        loop.add_signal_handler(signal.SIGUSR1, self.dump, consumer.describe)
+        self._starting()
+        await consumer.start()
+        self._started()
+        reported = time.monotonic()
+        while not stop.is_set():
+            if isinstance(consumer, AsyncPullConsumer):
+                batch = await consumer.poll(timeout=min(self.args.report_interval, 0.5))
+                for message in batch:
+                    started = time.time()
+                    if self.work:
+                        await asyncio.sleep(self.work)
+                    self.record(message, started)
+                if batch:
+                    await consumer.commit()
+            else:
+                try:
+                    await asyncio.wait_for(stop.wait(), self.args.report_interval)
+                except TimeoutError:
+                    pass
+            if time.monotonic() - reported >= self.args.report_interval:
+                reported = time.monotonic()
+                _emit("consumed", client=self.client_id, total=consumer.consumed)
+        clean = await consumer.shutdown()
+        _emit("stopped", client=self.client_id, clean=clean, total=consumer.consumed)
+
+    def _starting(self) -> None:
+        _emit("starting", client=self.client_id, group=self.args.group, topics=self.args.topic)  # before registering
+
+    def _started(self) -> None:
+        _emit("started", client=self.client_id, group=self.args.group, topics=self.args.topic)
 
 
 class _Expression(argparse.Action):
@@ -421,6 +574,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "alike.",
         )
     add_strategy_options(consume, repeatable=False)
+    consume.add_argument(
+        "--api",
+        choices=("push", "async-push", "pull", "async-pull"),
+        default="push",
+        help="the consumer to run: PushConsumer (default), AsyncPushConsumer, PullConsumer or AsyncPullConsumer "
+        "(the pull consumers commit each batch once processed)",
+    )
     consume.add_argument("--orderly", action="store_true", help="consume each queue in order, holding its lock")
     consume.add_argument("--broadcast", action="store_true", help="every consumer takes every queue")
     consume.add_argument("--no-fence", action="store_true", help="Java's handover: no lock fence for concurrent")

@@ -12,9 +12,19 @@ from rocket_rebalance._proto.v1 import admin_pb2, admin_pb2_grpc
 from rocket_rebalance.lab.stub_cluster import LocalCluster
 
 
+APIS = ("push", "async-push", "pull", "async-pull")
+"""``consume --api``: the four consumers, which must pass the same end-to-end checks."""
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    with LocalCluster(tmp_path, stub_args=["--enable-faults", "--client-expiry", "10"]) as running:
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """A stub process and a group of ``consume`` processes; parametrize it indirectly with an API of :data:`APIS`
+    to run every consumer of the test as that kind (the default: the threaded push consumer)."""
+    api = getattr(request, "param", "push")
+    consumer_args = ("--rebalance-interval", "2", "--persist-interval", "0.5", "--api", api)
+    with LocalCluster(
+        tmp_path, stub_args=["--enable-faults", "--client-expiry", "10"], consumer_args=consumer_args
+    ) as running:
         yield running
 
 

@@ -20,7 +20,7 @@ from rocket_rebalance.lab.stub_cluster import LocalCluster, start_consume_proces
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.wire import open_transport
-from tests.e2e.conftest import inject
+from tests.e2e.conftest import APIS, inject
 
 pytestmark = pytest.mark.e2e
 
@@ -36,6 +36,7 @@ def committed(cluster: LocalCluster) -> dict[tuple[str, int], int]:
     }
 
 
+@pytest.mark.parametrize("cluster", APIS, indirect=True)
 def test_join_graceful_leave_and_kill(cluster: LocalCluster) -> None:
     for name in ("c1", "c2", "c3"):
         cluster.start_consumer(name)
@@ -69,6 +70,7 @@ def test_join_graceful_leave_and_kill(cluster: LocalCluster) -> None:
         assert all(later[queue] >= offset for queue, offset in earlier.items()), "a committed offset went backwards"
 
 
+@pytest.mark.parametrize("cluster", APIS, indirect=True)
 def test_kill_while_consuming_redelivers_only_the_killed_consumers_work(cluster: LocalCluster) -> None:
     cluster.start_consumer("c1", "--work-ms", "20")
     victim = cluster.start_consumer("c2", "--work-ms", "20")
@@ -127,6 +129,7 @@ def test_split_views_between_brokers_stay_safe(cluster: LocalCluster) -> None:
     assert delivery.missing(cluster.max_offsets()) == 0 and delivery.duplicates == 0
 
 
+@pytest.mark.parametrize("cluster", ["push", "async-push"], indirect=True)
 def test_orderly_consumers_never_process_one_queue_at_the_same_time(cluster: LocalCluster) -> None:
     for name in ("c1", "c2"):
         cluster.start_consumer(name, "--orderly", "--work-ms", "5")
