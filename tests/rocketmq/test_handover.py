@@ -104,16 +104,20 @@ def test_orderly_java_and_python_never_work_one_queue_at_once(rocketmq: RocketMQ
         group.close()
 
 
-def test_fenced_handover_redelivers_nothing_on_graceful_moves(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("api", ["push", "async-push", "pull", "async-pull"])
+def test_fenced_handover_redelivers_nothing_on_graceful_moves(
+    rocketmq: RocketMQCluster, tmp_path: Path, api: str
+) -> None:
     """Python consumers under steady traffic, with work in flight: joins and graceful leaves re-deliver nothing
-    (Java's handover re-delivers what was in flight: with ``--no-fence`` this test fails)."""
-    group = MixedGroup(rocketmq, tmp_path, "GID_fence", new_topic(rocketmq, "Fence", 4))
+    (Java's handover re-delivers what was in flight: with ``--no-fence`` this test fails), whichever of our four
+    consumers the members are (``consume --api``)."""
+    group = MixedGroup(rocketmq, tmp_path, f"GID_fence_{api}", new_topic(rocketmq, f"Fence{api.replace('-', '')}", 4))
     try:
         for name in ("py-1", "py-2", "py-3"):
-            group.python(name, "--work-ms", "20")
+            group.python(name, "--work-ms", "20", "--api", api)
         with group.traffic(0.1):
             wait_until(group.settled, 60, "three members settle")
-            group.python("py-4", "--work-ms", "20")
+            group.python("py-4", "--work-ms", "20", "--api", api)
             wait_until(group.settled, 60, "a join settles")
             assert group.python_members["127.0.0.1@py-2"].stop() is not None
             wait_until(group.settled, 60, "a leave settles")

@@ -37,18 +37,24 @@ def settle(group: MixedGroup, check_oracle: bool) -> None:
         assert group.oracle() == group.ownership(), group.describe()
 
 
-@pytest.mark.parametrize("strategy", ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])
-def test_java_and_python_share_a_group(rocketmq: RocketMQCluster, tmp_path: Path, strategy: str) -> None:
-    topic = new_topic(rocketmq, f"Mixed{strategy.replace('_', '')}")
-    group = MixedGroup(rocketmq, tmp_path, f"GID_mixed_{strategy}", topic, strategy)
+@pytest.mark.parametrize(
+    ("strategy", "api"),
+    [("AVG", "push"), ("AVG_BY_CIRCLE", "push"), ("CONSISTENT_HASH", "push"), ("AVG", "async-push"), ("AVG", "pull")],
+)
+def test_java_and_python_share_a_group(rocketmq: RocketMQCluster, tmp_path: Path, strategy: str, api: str) -> None:
+    """Java and Python members of one group agree on the plan through joins, leaves and kills of both, with the
+    Python members as each of our consumers (``consume --api``: the asyncio push consumer, the pull consumer)."""
+    name = f"{strategy}_{api}".replace("-", "_")
+    topic = new_topic(rocketmq, f"Mixed{name.replace('_', '')}")
+    group = MixedGroup(rocketmq, tmp_path, f"GID_mixed_{name}", topic, strategy)
     oracle = strategy == "AVG"
     try:
         group.produce(5)
-        group.python("py-1")
+        group.python("py-1", "--api", api)
         group.java(JAVA_PRIVATE_USE)
         settle(group, oracle)
 
-        group.python(PY_SUPPLEMENTARY)
+        group.python(PY_SUPPLEMENTARY, "--api", api)
         group.java("java-2")
         group.produce(5)
         settle(group, oracle)
@@ -65,7 +71,7 @@ def test_java_and_python_share_a_group(rocketmq: RocketMQCluster, tmp_path: Path
         group.java_members[f"127.0.0.1@{JAVA_PRIVATE_USE}"].kill()  # kill -9 of a Java member
         settle(group, oracle)
 
-        group.python("py-4")
+        group.python("py-4", "--api", api)
         group.python_members[f"127.0.0.1@{PY_SUPPLEMENTARY}"].kill()  # kill -9 of a Python member
         group.produce(5)
         settle(group, oracle)
