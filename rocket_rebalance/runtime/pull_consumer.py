@@ -166,6 +166,9 @@ class PullBase(ConsumerBase[E]):
         return self._service(lambda engine: engine.assignment())
 
     def _committed_here(self, queue: MessageQueue) -> int | None:
+        """What the running engine knows was written for ``queue`` (None before the start: the store is read)."""
+        if self._engine is None and not self._closed:
+            return None
         return self._service(lambda engine: engine.committed(queue))
 
     @staticmethod

@@ -530,6 +530,15 @@ class AsyncTransport(Protocol):
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
 
+    async def min_offset(self, mq: MessageQueue) -> int:
+        """The queue's smallest offset still stored (a pull consumer's ``seek_to_beginning``)."""
+        ...
+
+    async def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
+        """The group's connections (``mqadmin consumerConnection``): a consumer running a Python-only strategy
+        reads its members' languages here."""
+        ...
+
     async def send(
         self,
         topic: str,

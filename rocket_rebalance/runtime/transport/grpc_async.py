@@ -24,6 +24,7 @@ from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     AsyncBrokerRequests,
+    ConnectionRow,
     GroupNotified,
     GroupRegistration,
     GroupSubscription,
@@ -179,6 +180,12 @@ class AsyncGrpcTransport:
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         return await self._run(self._calls.search_offset(mq, timestamp_ms))
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self._run(self._calls.min_offset(mq))
+
+    async def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
+        return await self._run(self._calls.consumer_connections(consumer_group))
 
     async def send(
         self,

@@ -31,35 +31,7 @@ class RemotingAdminReads(RemotingPool):
     """The operator's reads through the pool's connections (every broker is a master of :meth:`brokers`)."""
 
     def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
-        rows: list[ConnectionRow] = []
-        for broker, address in self.brokers().items():
-            ext = headers.get_consumer_connection_list(consumer_group)
-            answer = self._call(
-                address, "GET_CONSUMER_CONNECTION_LIST", request(RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
-            )
-            if answer.code == ResponseCode.CONSUMER_NOT_ONLINE:
-                continue
-            if answer.code != ResponseCode.SUCCESS:
-                raise wire_error(f"GET_CONSUMER_CONNECTION_LIST {consumer_group} at {broker}", address, answer)
-            connection = bodies.parse_consumer_connection(answer.body)
-            topics = tuple(sorted(connection.topics))
-            rows.extend(
-                ConnectionRow(
-                    row.client_id,
-                    broker,
-                    True,
-                    -1,
-                    topics,
-                    row.client_addr,
-                    row.language,
-                    row.version,
-                    connection.message_model or "",
-                )
-                for row in sorted(connection.connections, key=lambda r: r.client_id)
-            )
-        if not rows:
-            raise TransportError(f"consumer group {consumer_group} is not online at {self.address}", "NOT_FOUND")
-        return rows
+        return self._run(self._wire.consumer_connections(consumer_group, self.address))
 
     def topics(self) -> list[str]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""

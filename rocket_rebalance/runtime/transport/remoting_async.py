@@ -40,6 +40,7 @@ from rocket_rebalance.remoting import RemotingCommand
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     AsyncBrokerRequests,
+    ConnectionRow,
     GroupNotified,
     GroupRegistration,
     GroupSubscription,
@@ -273,6 +274,12 @@ class AsyncRemotingTransport(RemotingEnds):
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         return await self._run(self._wire.search_offset(mq, timestamp_ms))
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self._run(self._wire.min_offset(mq))
+
+    async def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
+        return await self._run(self._wire.consumer_connections(consumer_group, self.address))
 
     async def send(
         self,

@@ -26,6 +26,7 @@ from rocket_rebalance.remoting import (
     request,
 )
 from rocket_rebalance.runtime.transport import (
+    ConnectionRow,
     GroupRegistration,
     GroupSubscription,
     Message,
@@ -271,6 +272,39 @@ class RemotingCalls(RemotingWire):
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> Op[int]:
         ext = headers.search_offset_by_timestamp(mq, timestamp_ms)
         return (yield from self._queue_offset(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext))
+
+    def consumer_connections(self, consumer_group: str, cluster: str) -> Op[list[ConnectionRow]]:
+        """The group's connections at every master (``mqadmin consumerConnection``; a consumer reads it to learn
+        its members' languages); ``NOT_FOUND`` when no broker has the group online (``cluster`` names where)."""
+        rows: list[ConnectionRow] = []
+        masters = yield from self.brokers()
+        for broker, address in masters.items():
+            ext = headers.get_consumer_connection_list(consumer_group)
+            command = request(RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
+            answer = yield from self.call(address, "GET_CONSUMER_CONNECTION_LIST", command)
+            if answer.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                continue
+            if answer.code != ResponseCode.SUCCESS:
+                raise wire_error(f"GET_CONSUMER_CONNECTION_LIST {consumer_group} at {broker}", address, answer)
+            connection = bodies.parse_consumer_connection(answer.body)
+            topics = tuple(sorted(connection.topics))
+            rows.extend(
+                ConnectionRow(
+                    row.client_id,
+                    broker,
+                    True,
+                    -1,
+                    topics,
+                    row.client_addr,
+                    row.language,
+                    row.version,
+                    connection.message_model or "",
+                )
+                for row in sorted(connection.connections, key=lambda r: r.client_id)
+            )
+        if not rows:
+            raise TransportError(f"consumer group {consumer_group} is not online at {cluster}", "NOT_FOUND")
+        return rows
 
     def _queue_offset(self, mq: MessageQueue, code: RequestCode, ext: Mapping[str, str]) -> Op[int]:
         """An offset of ``mq`` that its broker's master answers in the ``offset`` header field."""

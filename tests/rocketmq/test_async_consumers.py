@@ -1,0 +1,130 @@
+"""The asyncio consumers on a real RocketMQ 5.3.3: consumption on one event loop and nothing else, and beside a
+threaded consumer of the same group, with the real ``mqadmin consumerStatus`` showing an asyncio consumer's queues."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rocket_rebalance import AsyncPullConsumer, AsyncPushConsumer, ConsumeFromWhere, Message, PushConsumer
+from rocket_rebalance.lab.mixed_group import new_topic
+from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
+from tests.aio import run
+
+pytestmark = pytest.mark.rocketmq
+
+FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+FAST = {"consume_from_where": FIRST, "rebalance_interval": 2.0, "persist_interval": 0.5}
+
+
+def produce(cluster: RocketMQCluster, topic: str, per_queue: int) -> int:
+    transport = cluster.transport()
+    try:
+        for broker in cluster.broker_names:
+            for queue_id in range(4):
+                transport.send(topic, broker, [f"{broker}-{queue_id}-{n}".encode() for n in range(per_queue)], queue_id)
+    finally:
+        transport.close()
+    return per_queue * 4 * len(cluster.broker_names)
+
+
+async def until(condition: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.05)
+
+
+def test_asyncio_consumers_run_on_the_loop_alone(rocketmq: RocketMQCluster) -> None:
+    """Not a thread pool behind an async facade: while an AsyncPushConsumer and an AsyncPullConsumer consume,
+    the process runs no thread it did not run before they started (the wire is asyncio streams, the timers the
+    loop's, the offsets the brokers' on that wire)."""
+    topic = new_topic(rocketmq, "AsyncAlone", 4)
+    total = produce(rocketmq, topic, 5)
+    before = {thread.ident for thread in threading.enumerate()}
+    pushed: list[Message] = []
+    during: set[int | None] = set()
+
+    async def scenario() -> int:
+        async def listener(batch: list[Message]) -> None:
+            pushed.extend(batch)
+            during.update(thread.ident for thread in threading.enumerate())
+
+        polled = 0
+        async with AsyncPushConsumer(
+            rocketmq.namesrv_address, "GID_async_alone_push", topics=[topic], listener=listener, **FAST
+        ):
+            async with AsyncPullConsumer(
+                rocketmq.namesrv_address, "GID_async_alone_pull", topics=[topic], **FAST
+            ) as pulling:
+                while polled < total:
+                    polled += len(await pulling.poll(timeout=1.0))
+                    during.update(thread.ident for thread in threading.enumerate())
+                await until(lambda: len(pushed) >= total)
+        return polled
+
+    assert run(scenario(), timeout=120) == total
+    assert len({(m.queue, m.queue_offset) for m in pushed}) == total
+    assert during <= before, "a consumer started threads of its own"
+
+
+def test_an_asyncio_and_a_threaded_consumer_share_a_group(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    """One group of both kinds splits the topic, consumes every message once, and the real ``mqadmin
+    consumerStatus`` shows the asyncio member's own process-queue table (its running info, answered on the loop)."""
+    topic = new_topic(rocketmq, "AsyncMixed", 4)
+    total = produce(rocketmq, topic, 10)
+    seen: list[tuple[str, Message]] = []
+    lock = threading.Lock()
+
+    def threaded_listener(batch: list[Message]) -> None:
+        with lock:
+            seen.extend(("threaded", m) for m in batch)
+
+    threaded = PushConsumer(
+        rocketmq.namesrv_address,
+        "GID_async_mixed",
+        topics=[topic],
+        listener=threaded_listener,
+        client_id="127.0.0.1@threaded",
+        **FAST,
+    )
+
+    async def scenario() -> None:
+        async def listener(batch: list[Message]) -> None:
+            with lock:
+                seen.extend(("async", m) for m in batch)
+
+        async with AsyncPushConsumer(
+            rocketmq.namesrv_address,
+            "GID_async_mixed",
+            topics=[topic],
+            listener=listener,
+            client_id="127.0.0.1@async",
+            **FAST,
+        ) as consumer:
+            threaded.start()
+            try:
+                await until(lambda: len(seen) >= total)
+                await until(lambda: len(consumer.owned_queues().get(topic, ())) == 4)
+                assert len(threaded.owned_queues().get(topic, ())) == 4
+                assert consumer.owned_queues()[topic].isdisjoint(threaded.owned_queues()[topic])
+                assert rocketmq.lib is not None
+                printed = await asyncio.to_thread(
+                    mqadmin, rocketmq.lib, tmp_path / "mqadmin", "consumerStatus", "-n", rocketmq.namesrv_address,
+                    "-g", "GID_async_mixed", "-i", "127.0.0.1@async",
+                )  # fmt: skip
+                rows = {(match[0], int(match[1])) for match in re.findall(rf"\n{topic} +(broker-\w) +(\d+) ", printed)}
+                assert rows == {(mq.broker_name, mq.queue_id) for mq in consumer.owned_queues()[topic]}, printed
+                assert re.search(r"\nPROP_CLIENT_LANGUAGE +: PYTHON\n", printed), printed
+            finally:
+                assert threaded.shutdown()
+
+    run(scenario(), timeout=120)
+    offsets = [(m.queue, m.queue_offset) for _, m in seen]
+    assert len(offsets) == len(set(offsets)) == total
+    assert {who for who, _ in seen} == {"async", "threaded"}
