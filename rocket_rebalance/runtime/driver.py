@@ -129,6 +129,7 @@ __all__ = [
     "QueueListener",
     "QueueNotAssignedError",
     "RebalanceListenerError",
+    "ServiceQuery",
     "SubscriptionMismatchError",
     "Wire",
 ]
@@ -265,7 +266,7 @@ class EngineSettings:
                 raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
-class _Query:
+class ServiceQuery:
     """A read of the core posted to the service context (describe, owned, running info): answered even when it
     arrives as the context ends, where other posted work is dropped."""
 
@@ -506,7 +507,7 @@ class Driver(ABC):
         with self._service_lock:  # posted before the service context ends, or run here after: never lost
             ended = self._service_ended
             if not ended:
-                self.post(_Query(run))
+                self.post(ServiceQuery(run))
         if ended:
             run()
             return True

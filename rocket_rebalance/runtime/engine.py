@@ -43,8 +43,8 @@ from rocket_rebalance.runtime.driver import (
     Pool,
     QueueListener,
     RebalanceListenerError,
+    ServiceQuery,
     SubscriptionMismatchError,
-    _Query,
 )
 from rocket_rebalance.runtime.plans import Plan, run
 from rocket_rebalance.runtime.transport import Message, PullResult, Transport, TransportError
@@ -265,5 +265,5 @@ class Engine(Driver):
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, _Query):
+            if isinstance(item, ServiceQuery):
                 item()
