@@ -242,6 +242,15 @@ class _Session:
         for topic in sorted({mq.topic for mq in queues}):
             _emit("owned", client=self.client_id, topic=topic, queues=_queue_names(sort_queues(self.held[topic])))
 
+    def push_options(self, listener: Callable[[list[Message]], Any]) -> dict[str, Any]:
+        """A push consumer's: the listener, the queue listener that reports its allocation, orderly or not."""
+        return {
+            "listener": listener,
+            "queue_listener": self.queues_changed,
+            "consume_orderly": self.args.orderly,
+            **self.options,
+        }
+
     def pull_options(self) -> dict[str, Any]:
         """A pull consumer's: commits by hand (after each processed batch), and reports through its listener."""
         return {"auto_commit": False, "rebalance_listener": self.listener(), **self.options}
@@ -287,14 +296,7 @@ class _Session:
                         time.sleep(self.work)
                     self.record(message, started)
 
-            consumer = PushConsumer(
-                self.args.namesrv,
-                self.args.group,
-                listener=listener,
-                queue_listener=self.queues_changed,
-                consume_orderly=self.args.orderly,
-                **self.options,
-            )
+            consumer = PushConsumer(self.args.namesrv, self.args.group, **self.push_options(listener))
         else:
             consumer = PullConsumer(self.args.namesrv, self.args.group, **self.pull_options())
         signal.signal(signal.SIGUSR1, lambda *_: threading.Thread(target=self.dump, args=(consumer.describe,)).start())
@@ -342,14 +344,7 @@ class _Session:
                         await asyncio.sleep(self.work)
                     self.record(message, started)
 
-            consumer = AsyncPushConsumer(
-                self.args.namesrv,
-                self.args.group,
-                listener=listener,
-                queue_listener=self.queues_changed,
-                consume_orderly=self.args.orderly,
-                **self.options,
-            )
+            consumer = AsyncPushConsumer(self.args.namesrv, self.args.group, **self.push_options(listener))
         else:
             consumer = AsyncPullConsumer(self.args.namesrv, self.args.group, **self.pull_options())
         loop.add_signal_handler(signal.SIGUSR1, self.dump, consumer.describe)
