@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance import AsyncPullConsumer, AsyncPushConsumer, ConsumeFromWhere, Message, PushConsumer
+from rocket_rebalance import (
+    AsyncPullConsumer,
+    AsyncPushConsumer,
+    ConsumeFromWhere,
+    Message,
+    MessageQueue,
+    PullConsumer,
+    PushConsumer,
+)
 from rocket_rebalance.lab.mixed_group import new_topic
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
 from tests.aio import run
@@ -128,3 +136,67 @@ def test_an_asyncio_and_a_threaded_consumer_share_a_group(rocketmq: RocketMQClus
     offsets = [(m.queue, m.queue_offset) for _, m in seen]
     assert len(offsets) == len(set(offsets)) == total
     assert {who for who, _ in seen} == {"async", "threaded"}
+
+
+def test_pull_consumers_commit_seek_and_pause_on_a_real_broker(rocketmq: RocketMQCluster) -> None:
+    """What the pull consumers promise, against the broker's own offsets: a commit is the broker's committed
+    offset (QUERY_CONSUMER_OFFSET), a seek backwards re-delivers without moving it back, a paused queue is not
+    polled, and what was polled without a commit comes again to the next consumer of the group."""
+    topic = new_topic(rocketmq, "PullReal", 1)
+    for broker in rocketmq.broker_names:
+        rocketmq_send(rocketmq, topic, broker, 5)
+    group = "GID_pull_real"
+    a, b = (MessageQueue(topic, broker, 0) for broker in rocketmq.broker_names)
+
+    def stored() -> dict[MessageQueue, int | None]:
+        transport = rocketmq.transport()
+        try:
+            return {mq: transport.query_offsets(mq.broker_name, group, [mq])[mq] for mq in (a, b)}
+        finally:
+            transport.close()
+
+    consumer = PullConsumer(rocketmq.namesrv_address, group, topics=[topic], auto_commit=False, **FAST)
+    with consumer:
+        polled = poll_all(consumer, 10)
+        assert {m.queue for m in polled} == {a, b}
+        assert consumer.commit() and stored() == {a: 5, b: 5}
+        consumer.seek(a, 2)
+        again = poll_all(consumer, 3)
+        assert [(m.queue, m.queue_offset) for m in again] == [(a, 2), (a, 3), (a, 4)]
+        assert consumer.commit() and stored() == {a: 5, b: 5}  # re-read: the offset did not go back
+        consumer.pause([b])
+        for broker in rocketmq.broker_names:
+            rocketmq_send(rocketmq, topic, broker, 2)
+        paused = poll_all(consumer, 2)
+        assert {m.queue for m in paused} == {a} and consumer.poll(timeout=1.0) == []
+        consumer.resume([b])
+        assert {(m.queue, m.queue_offset) for m in poll_all(consumer, 2)} == {(b, 5), (b, 6)}
+        # a's 5 and 6 and b's 5 and 6 polled, not committed: the group's next consumer gets them again
+    assert stored() == {a: 5, b: 5}
+
+    async def next_consumer() -> list[Message]:
+        async with AsyncPullConsumer(rocketmq.namesrv_address, group, topics=[topic], **FAST) as pulling:
+            messages: list[Message] = []
+            while len(messages) < 4:
+                messages += await pulling.poll(timeout=1.0)
+            return messages
+
+    again = run(next_consumer(), timeout=60)
+    assert {(m.queue, m.queue_offset) for m in again} == {(a, 5), (a, 6), (b, 5), (b, 6)}
+
+
+def poll_all(consumer: PullConsumer, count: int, timeout: float = 60.0) -> list[Message]:
+    messages: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(messages) < count:
+        assert time.monotonic() < deadline, f"{len(messages)} of {count} polled"
+        messages += consumer.poll(timeout=1.0)
+    return messages
+
+
+def rocketmq_send(cluster: RocketMQCluster, topic: str, broker: str, count: int) -> None:
+    transport = cluster.transport()
+    try:
+        transport.send(topic, broker, [b"m"] * count, 0)
+    finally:
+        transport.close()
