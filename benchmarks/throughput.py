@@ -155,8 +155,10 @@ def _drain(command: list[str], count: int, log: Path, env: dict[str, str] | None
     return run, counted
 
 
-def _check_offsets(cluster: RocketMQCluster, group: str) -> None:
-    """Every queue's committed offset is its max offset: the group consumed everything and said so."""
+def _check_offsets(cluster: RocketMQCluster, group: str, strict: bool = True) -> None:
+    """Every queue's committed offset is its max offset: the group consumed everything and said so. Not
+    ``strict`` (the baseline's code): reported, not fatal; code before the offset-write fix of issue 23 loses a
+    queue's only offset write now and then (RocketMQ's unlocked first write of a group's offset table)."""
     transport = cluster.transport()
     try:
         queues = [MessageQueue(TOPIC, "broker-a", queue) for queue in range(QUEUES)]
@@ -165,8 +167,10 @@ def _check_offsets(cluster: RocketMQCluster, group: str) -> None:
         behind = {mq: pair for mq, pair in behind.items() if pair[0] != pair[1]}
     finally:
         transport.close()
-    if behind:
+    if behind and strict:
         raise SystemExit(f"group {group}: committed offsets differ from the max offsets: {behind}")
+    if behind:
+        print(f"  (baseline) group {group}: committed offsets differ from the max offsets: {behind}", flush=True)
 
 
 def _soak(args: argparse.Namespace) -> int:
@@ -277,7 +281,7 @@ def _bench(args: argparse.Namespace) -> int:
                     run, counted = _drain(command, args.count, work / f"{group}.log", env)
                     if counted != args.count:
                         raise SystemExit(f"{kind} {mode.name}: counted {counted} of {args.count} messages")
-                    _check_offsets(cluster, group)
+                    _check_offsets(cluster, group, strict=kind != "py-base")
                     tally.add(kind, mode.name, run)
                     print(
                         f"  rep {rep} {kind:<10} {mode.name:<15} {args.count / run.seconds:>9,.0f} msgs/s "
@@ -335,7 +339,11 @@ def _medians(runs: list[Run], count: int) -> tuple[float, float, float, float]:
 
 
 def _consumer(args: argparse.Namespace) -> int:
-    """One of our consumers, as the Java program behaves: count, report, shut down."""
+    """One of our consumers, as the Java program behaves: count, report, shut down. Its log (stderr) starts with
+    the package it runs, so a ``py-base`` run can be seen to run the baseline's code."""
+    import rocket_rebalance
+
+    print(f"package {rocket_rebalance.__file__}", file=sys.stderr, flush=True)
     from rocket_rebalance.core import ConsumeFromWhere
     from rocket_rebalance.runtime.consumer import PushConsumer
     from rocket_rebalance.runtime.engine import EngineSettings
@@ -390,8 +398,8 @@ def _consumer(args: argparse.Namespace) -> int:
     if registry is not None:
         scraped.set()
     time.sleep(1)  # anything consumed twice would show up in the count meanwhile
-    consumer.shutdown()
-    print(f"STOPPED {json.dumps({'count': count[0]})}", flush=True)
+    clean = consumer.shutdown()
+    print(f"STOPPED {json.dumps({'count': count[0], 'clean': clean, 'state': consumer.describe()})}", flush=True)
     return 0
 
 

@@ -453,6 +453,34 @@ def test_one_offset_java_cannot_take_fails_only_its_own_write(serve: Callable[[H
         transport.close()
 
 
+def test_one_write_per_topic_is_answered_before_the_rest_are_sent(serve: Callable[[Handler], ScriptedServer]) -> None:
+    """A RocketMQ 5.3.3 broker creates a topic's offset table for a group on its first write without a lock, so
+    concurrent first writes lose queues (answered SUCCESS): the first write of each topic goes alone, the rest of
+    the batch only after its answer. Here the server never answers: while the firsts wait, nothing else left."""
+    server = serve(broker_like(lambda c: SILENCE if c.code == RequestCode.UPDATE_CONSUMER_OFFSET else None))
+    transport = connected(server)
+    offsets = {MessageQueue(topic, "broker-a", queue): 5 for topic in ("TopicT", "TopicU") for queue in range(4)}
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            transport.update_offsets("broker-a", "G", "c", offsets)
+        except TransportError as error:
+            failed.append(error)
+
+    writer = threading.Thread(target=write)
+    try:
+        writer.start()
+        server.wait_for(lambda got: sum(c.code == RequestCode.UPDATE_CONSUMER_OFFSET for c in got) >= 2)
+        time.sleep(0.3)  # time for any other write to arrive, were it sent
+        writes = [c for c in server.received if c.code == RequestCode.UPDATE_CONSUMER_OFFSET]
+        assert sorted((c.ext["topic"], c.ext["queueId"]) for c in writes) == [("TopicT", "0"), ("TopicU", "0")]
+    finally:
+        writer.join(10)
+        transport.close()
+    assert failed  # nothing answered: the batch failed as a whole, to be written again by the core
+
+
 def test_a_response_no_request_asked_for_is_a_warning(
     serve: Callable[[Handler], ScriptedServer], caplog: pytest.LogCaptureFixture
 ) -> None:

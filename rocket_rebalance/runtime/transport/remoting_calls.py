@@ -196,7 +196,15 @@ class RemotingCalls(RemotingWire):
     def update_offsets(
         self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
     ) -> Op[dict[MessageQueue, int]]:
-        """Sent as requests, not oneway as Java does, so a lost write is known and retried by the core."""
+        """Sent as requests, not oneway as Java does, so a lost write is known and retried by the core.
+
+        One queue of each topic goes first, alone, and the rest after its answer: a RocketMQ 5.3.3 broker makes the
+        offset table of a topic and group on its first write without a lock (``ConsumerOffsetManager.commitOffset``
+        gets, finds none, puts a new map), so two first writes processed at once keep only one queue's offset, each
+        answered SUCCESS. Java's every-5-s ``persistAll`` repairs such a loss at the next write; a consumer's last
+        write at its shutdown is not repaired by anyone, and the next owner then re-delivers the whole queue (seen
+        on a real broker: one queue of eight stored nothing after 2 of 12 short drains). After the first answer the
+        table exists and the broker's own map takes concurrent writes."""
         address = yield from self.master(broker)
         items: list[tuple[MessageQueue, int]] = []
         commands: list[RemotingCommand] = []
@@ -210,8 +218,17 @@ class RemotingCalls(RemotingWire):
             items.append((mq, offset))
             commands.append(request(RequestCode.UPDATE_CONSUMER_OFFSET, ext))
         stored: dict[MessageQueue, int] = {}
-        answers = yield from self.each(address, "UPDATE_CONSUMER_OFFSET", commands)
-        for (mq, offset), answer in zip(items, answers, strict=True):
+        first_of: dict[str, int] = {}
+        for index, (mq, _) in enumerate(items):
+            first_of.setdefault(mq.topic, index)
+        firsts = sorted(first_of.values())
+        rest = [index for index in range(len(items)) if index not in first_of.values()]
+        answers: dict[int, RemotingCommand | TransportError] = {}
+        for batch in (firsts, rest):
+            sent = yield from self.each(address, "UPDATE_CONSUMER_OFFSET", [commands[index] for index in batch])
+            answers.update(zip(batch, sent, strict=True))
+        for index, (mq, offset) in enumerate(items):
+            answer = answers[index]
             if isinstance(answer, TransportError):
                 failures.append(str(answer))
             elif answer.code == ResponseCode.SUCCESS:
