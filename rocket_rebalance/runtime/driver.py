@@ -469,6 +469,8 @@ class Driver(ABC):
         self._apply(self.core.handle(event, time.monotonic()))
 
     def _apply(self, actions: list[Action]) -> None:
+        if not actions:  # the hot path: the core answers a message event with nothing
+            return
         news: dict[str, set[MessageQueue]] = {"assigned": set(), "revoked": set(), "lost": set()}
         for action in actions:
             try:
