@@ -11,7 +11,6 @@ import pytest
 from rocket_rebalance._proto.v1 import admin_pb2, admin_pb2_grpc
 from rocket_rebalance.lab.stub_cluster import LocalCluster
 
-
 APIS = ("push", "async-push", "pull", "async-pull")
 """``consume --api``: the four consumers, which must pass the same end-to-end checks."""
 
