@@ -40,3 +40,19 @@ def test_the_spark_submit_entry_speaks_as_the_impact_command(capsys: pytest.Capt
     assert ended.value.code == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("rocket-rebalance impact: error: "), lines
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (("--api", "pull", "--orderly"), "--orderly is for the push consumers"),
+        (("--api", "async-pull", "--orderly"), "--orderly is for the push consumers"),
+    ],
+)
+def test_consume_refuses_what_its_consumer_cannot_do_in_one_line(
+    extra: tuple[str, ...], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pull consumer is never orderly: said before anything connects, in one line, exit status 2."""
+    assert cli.main(["consume", "-n", "grpc://127.0.0.1:1", "-g", "G", "-t", "T", *extra]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
