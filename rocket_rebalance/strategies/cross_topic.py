@@ -21,7 +21,9 @@ Python only: a Java consumer in the same group would split each topic its own wa
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from itertools import repeat
 from typing import cast
 
 from rocket_rebalance.model import MessageQueue, java_string_key
@@ -29,7 +31,9 @@ from rocket_rebalance.strategies.averagely import AllocateMessageQueueAveragely
 from rocket_rebalance.strategies.base import (
     AllocateMessageQueueStrategy,
     CheckedStrategy,
+    Owners,
     SizedPlacement,
+    check_group_args,
     first_positions,
 )
 
@@ -91,6 +95,19 @@ class AllocateMessageQueueAcrossTopics(CheckedStrategy[Planned]):
     def share(self, prepared: Planned, index: int) -> list[MessageQueue]:
         cid_all, shares = prepared
         return list(shares[cid_all[index]])
+
+    def owners(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> Owners:
+        """Each queue's owner (:func:`~rocket_rebalance.strategies.base.plan_owners`), ``mq_all`` without repeats:
+        the inner placements hand back ``mq_all``'s own queue objects, found by identity."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        position = {id(mq): k for k, mq in enumerate(mq_all)}
+        found: Owners = [None] * len(mq_all)
+        for cid, share in self.prepare(consumer_group, mq_all, cid_all)[1].items():
+            deque(map(found.__setitem__, map(position.__getitem__, map(id, share)), repeat(cid)), maxlen=0)
+        return found
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

@@ -143,8 +143,7 @@ def test_remembered_replica_points_equal_fresh_hashes(
     IDs' own hashes, and a ring built through them is the ring built with the hash called key by key."""
     remembered = ReplicaPoints(ids, most_replicas)
     for cids, count in asks:
-        for cid in cids:
-            assert remembered(cid, count) == [java_md5_hash(f"{cid}-{k}") for k in range(count)]
+        assert remembered(cids, count) == [[java_md5_hash(f"{cid}-{k}") for k in range(count)] for cid in cids]
         assert build_ring(cids, count) == build_ring(cids, count, java_md5_hash)
 
 
