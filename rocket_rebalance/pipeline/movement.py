@@ -10,10 +10,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rocket_rebalance.model import MessageQueue, java_string_key
+from rocket_rebalance.pipeline.placement import NO_PLAN, Change, TopicPlan, change
 from rocket_rebalance.pipeline.rows import ComparisonRow, MovedQueueRow, MovementRow, Tables
 from rocket_rebalance.pipeline.settings import BROADCASTING, COMPARED_STRATEGIES, parse_strategy
 from rocket_rebalance.pipeline.sides import Side, ViewPlans
-from rocket_rebalance.plan import Movement, Plan, balance, movement
+from rocket_rebalance.plan import balance_of_loads
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy
 
 __all__ = ["Moves", "Offsets", "compare_sides", "comparison", "exposure", "offsets_from_rows", "queue_set"]
@@ -53,14 +54,15 @@ class Moves:
     def __init__(self, offsets: Offsets) -> None:
         self.offsets = offsets
         # keyed by the plans' ids; the entry keeps both plans alive, so an id cannot be reused by another plan
-        self.found: dict[tuple[int, int], tuple[Plan, Plan, Movement, int]] = {}
+        self.found: dict[tuple[int, int], tuple[TopicPlan, TopicPlan, Change, int]] = {}
 
-    def __call__(self, old: Plan, new: Plan) -> tuple[Movement, int]:
+    def __call__(self, old: TopicPlan, new: TopicPlan) -> tuple[Change, int]:
         key = (id(old), id(new))
         found = self.found.get(key)
         if found is None:
-            change = movement(old, new)
-            found = (old, new, change, sum(_exposure(self.offsets, mq)[1] for mq in change.moved))
+            moved = change(old, new)
+            exposed = sum(_exposure(self.offsets, mq)[1] for mq in moved.moved) if self.offsets else 0
+            found = (old, new, moved, exposed)
             self.found[key] = found
         return found[2], found[3]
 
@@ -73,42 +75,45 @@ def compare_sides(before: Side, after: Side, moves: Moves, out: Tables) -> tuple
     """Movement rows per topic; returns the group's (moved, minimum, exposure, paused)."""
     totals = [0, 0, 0, 0]
     broadcasting = BROADCASTING in (before.model, after.model)
-    no_plan: Plan = {}
     for topic in sorted(set(before.inputs) | set(after.inputs), key=java_string_key):
         queues_after = len(after.inputs[topic].mq_all) if topic in after.inputs else 0
         removed = len(queue_set(before, topic) - queue_set(after, topic))
         # a broadcasting group has every consumer read every queue: nothing moves between consumers
-        old, new = (no_plan, no_plan) if broadcasting else (before.shares.get(topic, {}), after.shares.get(topic, {}))
-        change, exposed_total = moves(old, new)
-        moved, minimum = change.moved, change.minimum
-        for mq in moved:
+        old, new = (
+            (NO_PLAN, NO_PLAN)
+            if broadcasting
+            else (before.shares.get(topic, NO_PLAN), after.shares.get(topic, NO_PLAN))
+        )
+        found, exposed_total = moves(old, new)
+        moved, minimum = len(found.moved), found.minimum
+        for mq, owner_before, owner_after in zip(found.moved, found.owner_before, found.owner_after, strict=True):
             committed, exposed = _exposure(moves.offsets, mq)
             out["moved_queues"].append(
                 MovedQueueRow(
                     topic=topic,
                     broker=mq.broker_name,
                     queue_id=mq.queue_id,
-                    owner_before=change.owner_before.get(mq),
-                    owner_after=change.owner_after.get(mq),
+                    owner_before=owner_before,
+                    owner_after=owner_after,
                     committed_offset=committed,
                     exposure=exposed,
                 )
             )
-        paused = len(moved) + after.unowned.get(topic, 0)
+        paused = moved + after.unowned.get(topic, 0)
         out["movement"].append(
             MovementRow(
                 topic=topic,
                 queues=queues_after,
-                moved=len(moved),
+                moved=moved,
                 minimum=minimum,
-                moved_share=len(moved) / queues_after if queues_after else 0.0,
+                moved_share=moved / queues_after if queues_after else 0.0,
                 minimum_share=minimum / queues_after if queues_after else 0.0,
                 removed=removed,
                 paused=paused,
                 exposure=exposed_total,
             )
         )
-        for position, value in enumerate((len(moved), minimum, exposed_total, paused)):
+        for position, value in enumerate((moved, minimum, exposed_total, paused)):
             totals[position] += value
     return totals[0], totals[1], totals[2], totals[3]
 
@@ -120,11 +125,11 @@ def _true_plans(strategy: AllocateMessageQueueStrategy, group: str, side: Side) 
     return ViewPlans(strategy, group, {topic: data.mq_all for topic, data in side.inputs.items()})
 
 
-def _true_plan(plans: ViewPlans, side: Side, topic: str) -> Plan:
+def _true_plan(plans: ViewPlans, side: Side, topic: str) -> TopicPlan:
     """The plan of ``topic`` on the side's true member list; the strategy's refusal raises ``ValueError``."""
     data = side.inputs.get(topic)
     if data is None or not data.cid_all:
-        return {}
+        return NO_PLAN
     return plans.checked(data.cid_all, topic)
 
 
@@ -163,14 +168,15 @@ def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables)
                 except (ValueError, TypeError):
                     failed = True
                     continue
-                change, exposed = moves(old, new)
+                found, exposed = moves(old, new)
                 queues += len(after.inputs[topic].mq_all) if topic in after.inputs else 0
-                moved += len(change.moved)
-                minimum += change.minimum
+                moved += len(found.moved)
+                minimum += found.minimum
                 exposed_total += exposed
-                worst = max(worst, balance(new).max_over_avg)
-                for cid, share in new.items():
-                    totals[cid] = totals.get(cid, 0) + len(share)
+                loads = new.loads()
+                worst = max(worst, balance_of_loads(loads).max_over_avg)
+                for cid, load in zip(new.consumers, loads, strict=True):
+                    totals[cid] = totals.get(cid, 0) + load
             done[pair] = {
                 "queues": queues,
                 "moved": moved,

@@ -27,12 +27,14 @@ from rocket_rebalance.model import (
     prepare_rebalance_input,
     sort_client_ids,
 )
+from rocket_rebalance.pipeline.placement import TopicPlan
 from rocket_rebalance.pipeline.rows import AssignmentRow, BalanceRow, RejectedRow, SkewRow, Tables, ViolationRow
 from rocket_rebalance.pipeline.settings import BROADCASTING, CLUSTERING, MESSAGE_MODELS, parse_strategy
 from rocket_rebalance.pipeline.views import resolve_views
-from rocket_rebalance.plan import Plan, balance, by_topic, plan
+from rocket_rebalance.plan import Plan, by_topic, plan
 from rocket_rebalance.route import QueueData, RouteError, TopicRoute
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, spans_topics
+from rocket_rebalance.strategies.base import Owners, plan_owners
 
 __all__ = [
     "DEFAULT_PERM",
@@ -65,11 +67,11 @@ class Side:
     model: str | None = None
     members: list[str] = field(default_factory=list)  # one entry per consumer process, Java order
     inputs: dict[str, RebalanceInput] = field(default_factory=dict)  # per topic, the true member list
-    shares: dict[str, Plan] = field(default_factory=dict)  # per topic: what each live consumer takes
+    shares: dict[str, TopicPlan] = field(default_factory=dict)  # per topic: what each live consumer takes
     unowned: dict[str, int] = field(default_factory=dict)
     violations: int = 0
     queues: int = 0
-    true_plans: dict[str, Plan] = field(default_factory=dict)  # per topic: the plan on the true member list
+    true_plans: dict[str, TopicPlan] = field(default_factory=dict)  # per topic: the plan on the true member list
     true_errors: dict[str, str] = field(default_factory=dict)
     plans: ViewPlans | None = None  # every member list planned so far under the side's strategy (clustering)
 
@@ -180,6 +182,8 @@ class ViewPlans:
 
     A list the strategy refuses (Java throws and the consumer keeps nothing new) plans to nobody; the error is kept
     for every topic of the refused call. ``queues`` are each topic's queues, sorted as the rebalance sorts them.
+    Plans are :class:`~rocket_rebalance.pipeline.placement.TopicPlan`: by owner per queue position when the
+    strategy says each queue's owner (every compared strategy does), so movement compares them by position.
     """
 
     def __init__(
@@ -187,17 +191,17 @@ class ViewPlans:
     ) -> None:
         self.strategy, self.group, self.queues = strategy, group, queues
         self.spans = spans_topics(strategy)
-        self.plans: dict[tuple[tuple[str, ...], str], Plan] = {}
+        self.plans: dict[tuple[tuple[str, ...], str], TopicPlan] = {}
         self.errors: dict[tuple[tuple[str, ...], str], str] = {}
 
-    def __call__(self, key: tuple[str, ...], topic: str) -> Plan:
+    def __call__(self, key: tuple[str, ...], topic: str) -> TopicPlan:
         found = self.plans.get((key, topic))
         if found is None:
             self._plan(key, list(self.queues) if self.spans else [topic])
             found = self.plans[(key, topic)]
         return found
 
-    def checked(self, key: tuple[str, ...], topic: str) -> Plan:
+    def checked(self, key: tuple[str, ...], topic: str) -> TopicPlan:
         """The plan of ``topic`` on the list ``key``; the strategy's refusal raised as ``ValueError``."""
         found = self(key, topic)
         error = self.errors.get((key, topic))
@@ -206,19 +210,31 @@ class ViewPlans:
         return found
 
     def _plan(self, key: tuple[str, ...], topics: list[str]) -> None:
-        if len(topics) == 1:
-            mq_all = self.queues[topics[0]]
-        else:  # sorted topics of sorted queues: one sorted list, as the consumers' own sort makes it
-            ordered = sorted(topics, key=java_string_key)
-            mq_all = QueueList.trusted(chain.from_iterable(self.queues[topic] for topic in ordered))
+        if len(topics) > 1:  # sorted topics of sorted queues: one sorted list, as the consumers' own sort makes it
+            topics = sorted(topics, key=java_string_key)
+        mq_all = (
+            self.queues[topics[0]]
+            if len(topics) == 1
+            else QueueList.trusted(chain.from_iterable(self.queues[topic] for topic in topics))
+        )
+        owners: Owners | None = None
         whole: Plan = {}
         if key:
             try:
-                whole = plan(self.strategy, self.group, mq_all, key)
+                owners = plan_owners(self.strategy, self.group, mq_all, key)
+                if owners is None:
+                    whole = plan(self.strategy, self.group, mq_all, key)
             except (ValueError, TypeError) as error:
                 self.errors.update({(key, topic): str(error) for topic in topics})
-        for topic, part in by_topic(whole, topics).items():
-            self.plans[(key, topic)] = part
+        if owners is not None:
+            end = 0
+            for topic in topics:
+                queues = self.queues[topic]
+                start, end = end, end + len(queues)
+                self.plans[(key, topic)] = TopicPlan.placed(queues, key, owners[start:end])
+        else:
+            for topic, part in by_topic(whole, topics).items():
+                self.plans[(key, topic)] = TopicPlan.given(self.queues[topic], part)
 
 
 # ---- the side --------------------------------------------------------------------------------------------------
@@ -251,10 +267,8 @@ class _SideWork:
             ]
         )
 
-    def balance_row(self, topic: str, shares: Plan) -> None:
-        self.out["balance"].append(
-            BalanceRow(self.side.name, topic, *balance(shares))
-        )  # Balance's fields are the columns
+    def balance_row(self, topic: str, shares: TopicPlan) -> None:
+        self.out["balance"].append(BalanceRow(self.side.name, topic, *shares.balance()))  # Balance's fields are columns
 
     def topic(self, topic: str, mq_all: QueueList) -> None:
         """Plan one topic, record what each consumer takes and what goes wrong."""
@@ -272,15 +286,15 @@ class _SideWork:
         if plan_error is not None:
             side.true_errors[topic] = plan_error
         held, effective, split = self.held(topic, true_key)
-        if not split and plan_error is None:
-            effective = true_plan  # everyone planned on the true list: the same shares, and one object to compare
-        side.shares[topic] = effective
-        self.ownership(topic, mq_all, held, true_plan, plan_error)
+        # everyone planned on the true list: the same shares, and one object to compare
+        shares = true_plan if not split and plan_error is None else TopicPlan.given(mq_all, effective)
+        side.shares[topic] = shares
+        self.ownership(topic, mq_all, held, true_plan.shares, plan_error)
         if plan_error is None and not self.plans.spans:
             self.idle(topic, len(mq_all), lambda cid: bool(effective.get(cid)))
-        self.balance_row(topic, effective)
-        for cid, share in effective.items():
-            self.skew_totals[cid] += len(share)
+        self.balance_row(topic, shares)
+        for cid, load in zip(shares.consumers, shares.loads(), strict=True):
+            self.skew_totals[cid] += load
 
     def broadcast(self, topic: str, mq_all: QueueList) -> None:
         """Every consumer of a broadcasting group reads every queue: no violation, nothing to plan."""
@@ -288,8 +302,8 @@ class _SideWork:
         for cid in self.side.members:
             self.assign(topic, mq_all, cid)
             self.skew_totals[cid] += len(mq_all)
-        self.side.shares[topic] = shares
-        self.balance_row(topic, shares)
+        self.side.shares[topic] = placed = TopicPlan.given(mq_all, shares)
+        self.balance_row(topic, placed)
 
     def held(self, topic: str, true_key: ClientIdList) -> tuple[list[tuple[str, list[MessageQueue]]], Plan, bool]:
         """What each consumer process takes from its own view, in member order; the effective plan; whether any
@@ -308,7 +322,7 @@ class _SideWork:
                 key = view_keys.get(raw) or view_keys.setdefault(
                     raw, prepare_rebalance_input((), raw, warn=False).cid_all
                 )
-            share = self.plans(key, topic).get(cid, [])
+            share = self.plans(key, topic).shares.get(cid, [])
             effective.setdefault(cid, share)
             held.append((cid, share))
             self.assign(topic, share, cid)
