@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from rocket_rebalance.model import DuplicateClientIdWarning
-from rocket_rebalance.pipeline.movement import Moves, Offsets, compare_sides, comparison, exposure, queue_set
+from rocket_rebalance.pipeline.comparison import comparison
+from rocket_rebalance.pipeline.movement import Moves, Offsets, compare_sides, exposure, queue_set
 from rocket_rebalance.pipeline.observed import check_observed
 from rocket_rebalance.pipeline.rows import GroupRow, empty_output
 from rocket_rebalance.pipeline.scenario import Scenario, apply_scenario, load_scenario

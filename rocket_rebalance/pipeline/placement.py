@@ -23,7 +23,7 @@ from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.plan import Balance, Plan, balance_of_loads, fewest_moves, movement
 from rocket_rebalance.strategies.base import Owners, shares_of
 
-__all__ = ["NO_PLAN", "Change", "TopicPlan", "change", "queue_map"]
+__all__ = ["NO_PLAN", "Change", "TopicPlan", "change", "map_shape", "queue_map"]
 
 
 class TopicPlan:
@@ -86,24 +86,48 @@ class Change(NamedTuple):
     owner_before: list[str | None]
     owner_after: list[str | None]
     minimum: int
+    positions: list[int] | None  # of the moved queues in the after plan's queues (compared by position only)
 
 
-_queue_maps: dict[tuple[int, int], tuple[Sequence[MessageQueue], Sequence[MessageQueue], list[int]]] = {}
+_queue_maps: dict[tuple[int, int], tuple[Sequence[MessageQueue], Sequence[MessageQueue], list[int], int]] = {}
+
+
+_map_shapes: dict[tuple[int, ...], int] = {}
+_shape_numbers = count()
 
 
 def queue_map(old: Sequence[MessageQueue], new: Sequence[MessageQueue]) -> list[int]:
     """For each queue of ``new``, its position in ``old`` (-1 when ``old`` has no such queue); lists without
     repeats. Remembered per pair of list objects (the entry keeps both alive, so an id cannot be reused by
     another list), bounded."""
+    return _mapped(old, new)[2]
+
+
+def map_shape(old: Sequence[MessageQueue], new: Sequence[MessageQueue]) -> int:
+    """A number naming :func:`queue_map` of the two lists, the same for every pair of lists with the same map
+    (two topics over the same brokers with one of them down, say): what a plan that looks only at positions
+    sees of a route change."""
+    return _mapped(old, new)[3]
+
+
+def _mapped(
+    old: Sequence[MessageQueue], new: Sequence[MessageQueue]
+) -> tuple[Sequence[MessageQueue], Sequence[MessageQueue], list[int], int]:
     key = (id(old), id(new))
     found = _queue_maps.get(key)
     if found is None:
         position = {mq: index for index, mq in enumerate(old)}
-        found = (old, new, [position.get(mq, -1) for mq in new])
+        mapping = [position.get(mq, -1) for mq in new]
         if len(_queue_maps) >= 16_384:
             _queue_maps.clear()
+        shape = _map_shapes.get(mapped := (len(old), *mapping))
+        if shape is None:
+            if len(_map_shapes) >= 65_536:  # forgotten maps get new numbers: a number never names two maps
+                _map_shapes.clear()
+            shape = _map_shapes[mapped] = next(_shape_numbers)
+        found = (old, new, mapping, shape)
         _queue_maps[key] = found
-    return found[2]
+    return found
 
 
 def change(old: TopicPlan, new: TopicPlan) -> Change:
@@ -116,6 +140,7 @@ def change(old: TopicPlan, new: TopicPlan) -> Change:
             list(map(found.owner_before.get, found.moved)),
             list(map(found.owner_after.__getitem__, found.moved)),
             found.minimum,
+            None,
         )
     after = new.owners
     if old.queues is new.queues:
@@ -131,4 +156,5 @@ def change(old: TopicPlan, new: TopicPlan) -> Change:
         [before[k] for k in positions],
         [after[k] for k in positions],
         fewest_moves(held, sum(owned), new.consumers),
+        positions,
     )
