@@ -15,7 +15,8 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import ne
 from typing import Any
 
 from rocket_rebalance.model import (
@@ -250,7 +251,7 @@ class _SideWork:
         self.group, self.side, self.members, self.out = group, side, members, out
         assert side.strategy is not None
         self.plans = side.plans = ViewPlans(side.strategy, group, queues)
-        self.multiplicity = Counter(side.members)
+        self.multiplicity: Counter[str | None] = Counter(side.members)
         self.member_input = prepare_rebalance_input((), side.members, warn=False)  # the same list for every topic
         self.skew_totals: dict[str, int] = dict.fromkeys(side.members, 0)
         self.unknown: dict[str, str] = {}
@@ -273,7 +274,7 @@ class _SideWork:
     def topic(self, topic: str, mq_all: QueueList) -> None:
         """Plan one topic, record what each consumer takes and what goes wrong."""
         side = self.side
-        true_input = self.member_input._replace(mq_all=mq_all)
+        true_input = RebalanceInput(mq_all, self.member_input.cid_all, self.member_input.duplicate_client_ids)
         side.inputs[topic] = true_input
         side.queues += len(mq_all)
         if side.model == BROADCASTING:
@@ -287,9 +288,10 @@ class _SideWork:
             side.true_errors[topic] = plan_error
         held, effective, split = self.held(topic, true_key)
         # everyone planned on the true list: the same shares, and one object to compare
-        shares = true_plan if not split and plan_error is None else TopicPlan.given(mq_all, effective)
+        whole = not split and plan_error is None
+        shares = true_plan if whole else TopicPlan.given(mq_all, effective)
         side.shares[topic] = shares
-        self.ownership(topic, mq_all, held, true_plan.shares, plan_error)
+        self.ownership(topic, mq_all, held, true_plan, plan_error, true_plan.owners if whole else None)
         if plan_error is None and not self.plans.spans:
             self.idle(topic, len(mq_all), lambda cid: bool(effective.get(cid)))
         self.balance_row(topic, shares)
@@ -310,35 +312,44 @@ class _SideWork:
         consumer planned on a list of its own (a split view)."""
         held: list[tuple[str, list[MessageQueue]]] = []
         effective: Plan = {}
-        view_keys: dict[tuple[str, ...], ClientIdList] = {}  # a stale view is usually shared by many members
+        true_shares = self.plans(true_key, topic).shares
+        view_shares: dict[tuple[str, ...], Plan] = {}  # a stale view is usually shared by many members
         for member in self.members:
             cid = member["client_id"]
             view = member.get("view")
-            key: ClientIdList
             if view is None:
-                key = true_key
+                shares = true_shares
             else:
                 raw = tuple(view)
-                key = view_keys.get(raw) or view_keys.setdefault(
-                    raw, prepare_rebalance_input((), raw, warn=False).cid_all
-                )
-            share = self.plans(key, topic).shares.get(cid, [])
+                found = view_shares.get(raw)
+                if found is None:
+                    key = prepare_rebalance_input((), raw, warn=False).cid_all
+                    found = view_shares[raw] = self.plans(key, topic).shares
+                shares = found
+            share = shares.get(cid, [])
             effective.setdefault(cid, share)
             held.append((cid, share))
             self.assign(topic, share, cid)
-        return held, effective, bool(view_keys)
+        return held, effective, bool(view_shares)
 
     def ownership(
         self,
         topic: str,
         mq_all: QueueList,
         held: list[tuple[str, list[MessageQueue]]],
-        true_plan: Plan,
+        true_plan: TopicPlan,
         plan_error: str | None,
+        owners: Owners | None,
     ) -> None:
-        """A violation row for each queue with no owner or more than one, with the reason it has."""
-        holder_count = Counter(chain.from_iterable(share for _, share in held))
-        odd = [mq for mq in mq_all if holder_count.get(mq) != 1]  # usually none: holders are listed for these only
+        """A violation row for each queue with no owner or more than one, with the reason it has. ``owners``:
+        each queue's owner when every consumer took its share of the true plan, whose holders are then the copies
+        of that owner (counted without a dictionary of queues)."""
+        if owners is not None:
+            # a queue is held by the copies of its owner (an unowned queue's owner, None, has none)
+            odd = list(compress(mq_all, map(ne, map(self.multiplicity.get, owners), repeat(1))))
+        else:
+            holder_count = Counter(chain.from_iterable(share for _, share in held))
+            odd = [mq for mq in mq_all if holder_count.get(mq) != 1]  # usually none: holders are listed for these
         taken: dict[MessageQueue, list[str]] = {mq: [] for mq in odd}
         true_count: Counter[MessageQueue] = Counter()
         if odd:
@@ -346,7 +357,7 @@ class _SideWork:
                 for mq in share:
                     if mq in taken:
                         taken[mq].append(cid)
-            for cid, share in true_plan.items():
+            for cid, share in true_plan.shares.items():
                 for mq in share:
                     true_count[mq] += self.multiplicity[cid]
         unowned = 0
@@ -375,13 +386,18 @@ class _SideWork:
         one topic (``topic``), or for a strategy that spans topics those of all of them (``topic`` None)."""
         true_key = self.member_input.cid_all
         seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
+        true_seen = frozenset(true_key)
         for member in self.members:
             cid = member["client_id"]
             if holds(cid) or cid in self.unknown:
                 continue
             view = member.get("view")
-            raw = true_key if view is None else tuple(view)
-            seen = seen_sets.get(raw) or seen_sets.setdefault(raw, frozenset(raw))
+            raw: tuple[str, ...]
+            if view is None:
+                raw, seen = true_key, true_seen
+            else:
+                raw = tuple(view)
+                seen = seen_sets.get(raw) or seen_sets.setdefault(raw, frozenset(raw))
             if cid not in seen:
                 why = "the consumer is missing from its own view of the members"
             elif len(seen) > queues:

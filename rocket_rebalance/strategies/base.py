@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from rocket_rebalance.model import MessageQueue, check_client_id_list, check_queue_list
+from rocket_rebalance.model import ClientIdList, MessageQueue, QueueList, check_client_id_list, check_queue_list
 
 __all__ = [
     "AllocateMessageQueueStrategy",
@@ -68,6 +68,8 @@ def _check_sequence(argument: str, value: object) -> None:
 
 def check_group_args(mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None) -> None:
     """Java's checks on the queue and consumer lists, plus item types (a ``QueueList`` was checked already)."""
+    if type(mq_all) is QueueList and type(cid_all) is ClientIdList and mq_all and cid_all:
+        return  # checked when they were built, and not empty: every check below passes (the pipeline's plans)
     if mq_all is None or (isinstance(mq_all, Sequence) and len(mq_all) == 0):
         raise AllocationError("mqAll is null or mqAll empty")
     _check_sequence("mq_all", mq_all)
