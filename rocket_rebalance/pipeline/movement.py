@@ -7,11 +7,12 @@ same membership and route change under each compared strategy on the true member
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 from rocket_rebalance.model import MessageQueue, java_string_key
 from rocket_rebalance.pipeline.placement import NO_PLAN, Change, TopicPlan, change
-from rocket_rebalance.pipeline.rows import MovedQueueRow, MovementRow, Tables
+from rocket_rebalance.pipeline.rows import MovementRow, Tables
 from rocket_rebalance.pipeline.settings import BROADCASTING
 from rocket_rebalance.pipeline.sides import Side
 
@@ -81,21 +82,19 @@ def compare_sides(before: Side, after: Side, moves: Moves, out: Tables) -> tuple
         )
         found = moves(old, new)
         moved, minimum = len(found.moved), found.minimum
-        exposed_total = 0
-        for mq, owner_before, owner_after in zip(found.moved, found.owner_before, found.owner_after, strict=True):
-            committed, exposed = _exposure(moves.offsets, mq)
-            exposed_total += exposed
-            out["moved_queues"].append(
-                MovedQueueRow(
-                    topic=topic,
-                    broker=mq.broker_name,
-                    queue_id=mq.queue_id,
-                    owner_before=owner_before,
-                    owner_after=owner_after,
-                    committed_offset=committed,
-                    exposure=exposed,
-                )
-            )
+        offsets = [_exposure(moves.offsets, mq) for mq in found.moved]
+        exposures = [exposed for _, exposed in offsets]
+        exposed_total = sum(exposures)
+        out["moved_queues"].extend_columns(
+            moved,
+            topic=repeat(topic, moved),
+            broker=[mq.broker_name for mq in found.moved],
+            queue_id=[mq.queue_id for mq in found.moved],
+            owner_before=found.owner_before,
+            owner_after=found.owner_after,
+            committed_offset=[committed for committed, _ in offsets],
+            exposure=exposures,
+        )
         paused = moved + after.unowned.get(topic, 0)
         out["movement"].append(
             MovementRow(

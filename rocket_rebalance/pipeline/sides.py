@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from operator import ne
+from operator import attrgetter, ne
 from typing import Any
 
 from rocket_rebalance.model import (
@@ -29,7 +29,7 @@ from rocket_rebalance.model import (
     sort_client_ids,
 )
 from rocket_rebalance.pipeline.placement import TopicPlan
-from rocket_rebalance.pipeline.rows import AssignmentRow, BalanceRow, RejectedRow, SkewRow, Tables, ViolationRow
+from rocket_rebalance.pipeline.rows import BalanceRow, RejectedRow, Tables, ViolationRow
 from rocket_rebalance.pipeline.settings import BROADCASTING, CLUSTERING, MESSAGE_MODELS, parse_strategy
 from rocket_rebalance.pipeline.views import resolve_views
 from rocket_rebalance.plan import Plan, by_topic, plan
@@ -55,6 +55,9 @@ DEFAULT_PERM = 6
 
 Data = Mapping[str, Any]
 """One side of a group input row (see :mod:`rocket_rebalance.pipeline.analysis`)."""
+
+_broker = attrgetter("broker_name")
+_queue_id = attrgetter("queue_id")
 
 
 @dataclass
@@ -259,13 +262,17 @@ class _SideWork:
     def violation(self, **columns: Any) -> None:
         self.out["violations"].append(ViolationRow(side=self.side.name, **columns))
 
-    def assign(self, topic: str, queues: Iterable[MessageQueue], owner: str) -> None:
-        name = self.side.name
-        self.out["assignments"].extend(
-            [
-                AssignmentRow(side=name, topic=topic, broker=mq.broker_name, queue_id=mq.queue_id, owner=owner)
-                for mq in queues
-            ]
+    def assign(self, topic: str, held: list[tuple[str, list[MessageQueue]]]) -> None:
+        """An assignment row for each queue each consumer process takes, in member order, added column by column."""
+        queues = list(chain.from_iterable(share for _, share in held))
+        count = len(queues)
+        self.out["assignments"].extend_columns(
+            count,
+            side=repeat(self.side.name, count),
+            topic=repeat(topic, count),
+            broker=map(_broker, queues),
+            queue_id=map(_queue_id, queues),
+            owner=chain.from_iterable(repeat(cid, len(share)) for cid, share in held),
         )
 
     def balance_row(self, topic: str, shares: TopicPlan) -> None:
@@ -301,8 +308,8 @@ class _SideWork:
     def broadcast(self, topic: str, mq_all: QueueList) -> None:
         """Every consumer of a broadcasting group reads every queue: no violation, nothing to plan."""
         shares: Plan = {cid: list(mq_all) for cid in self.side.members}
+        self.assign(topic, [(cid, shares[cid]) for cid in self.side.members])
         for cid in self.side.members:
-            self.assign(topic, mq_all, cid)
             self.skew_totals[cid] += len(mq_all)
         self.side.shares[topic] = placed = TopicPlan.given(mq_all, shares)
         self.balance_row(topic, placed)
@@ -329,7 +336,7 @@ class _SideWork:
             share = shares.get(cid, [])
             effective.setdefault(cid, share)
             held.append((cid, share))
-            self.assign(topic, share, cid)
+        self.assign(topic, held)
         return held, effective, bool(view_shares)
 
     def ownership(
@@ -429,17 +436,17 @@ class _SideWork:
         if not totals:
             return
         mean = sum(totals.values()) / len(totals)
-        for cid in sort_client_ids(totals):
-            total = totals[cid]
-            self.out["skew"].append(
-                SkewRow(
-                    side=self.side.name,
-                    client_id=cid,
-                    queues=total,
-                    fair_share=mean,
-                    skew=total / mean if mean else 1.0,
-                )
-            )
+        cids = sort_client_ids(totals)
+        queues = list(map(totals.__getitem__, cids))
+        count = len(cids)
+        self.out["skew"].extend_columns(
+            count,
+            side=repeat(self.side.name, count),
+            client_id=cids,
+            queues=queues,
+            fair_share=repeat(mean, count),
+            skew=[total / mean for total in queues] if mean else repeat(1.0, count),
+        )
 
 
 def analyze_side(group: str, name: str, data: Data | None, out: Tables, known: Sequence[Sequence[str]] = ()) -> Side:

@@ -26,7 +26,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rocket_rebalance.pipeline.analysis import Offsets, Scenario, analyze_group, exposure, gc_paused
-from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, struct_of_rows
+from rocket_rebalance.pipeline.rows import Tables
+from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, record_batch, struct_of_columns
 
 __all__ = [
     "COUNT_SCHEMA",
@@ -75,18 +76,15 @@ def offsets_per_group(column: pa.ListArray) -> list[Offsets | None]:
     ]
 
 
-def analyze_rows(batch: pa.RecordBatch, scenario: Scenario | None, compare: bool) -> dict[str, list[tuple[Any, ...]]]:
-    """Every group of an Arrow batch through :func:`analyze_group`; rows per table with ``group`` first."""
+def analyze_rows(batch: pa.RecordBatch, scenario: Scenario | None, compare: bool) -> Tables:
+    """Every group of an Arrow batch through :func:`analyze_group`, into one set of tables."""
     names = batch.schema.names
     columns = [
         offsets_per_group(batch.column(name)) if name == "offsets" else batch.column(name).to_pylist() for name in names
     ]
-    tables: dict[str, list[tuple[Any, ...]]] = {name: [] for name in OUTPUT_TABLES}
+    tables = Tables()
     for values in zip(*columns, strict=True):
-        result = analyze_group(dict(zip(names, values, strict=True)), scenario, compare)
-        group = result["group"]
-        for name, rows in tables.items():
-            rows.extend([(group, *row) for row in result[name]])
+        analyze_group(dict(zip(names, values, strict=True)), scenario, compare, tables)
     return tables
 
 
@@ -102,8 +100,8 @@ class TableWriters:
         self.rows = dict.fromkeys(OUTPUT_TABLES, 0)
         self._writers: dict[str, tuple[pq.ParquetWriter, str]] = {}
 
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Append rows (tuples of ``TABLE_FIELDS[table]``) to the table's part file."""
+    def write(self, table: str, columns: Sequence[Sequence[Any]]) -> None:
+        """Append rows, given as the columns of ``TABLE_FIELDS[table]``, to the table's part file."""
         if table not in self._writers:
             folder = f"{self.base}/{table}.parquet"
             self.fs.create_dir(folder, recursive=True)
@@ -112,15 +110,14 @@ class TableWriters:
                 pq.ParquetWriter(temporary, pa.schema(TABLE_FIELDS[table]), filesystem=self.fs),
                 temporary,
             )
-        if rows:
-            struct = struct_of_rows(list(rows), TABLE_FIELDS[table])
-            self._writers[table][0].write_batch(pa.RecordBatch.from_struct_array(struct))
-            self.rows[table] += len(rows)
+        if columns and columns[0]:
+            self._writers[table][0].write_batch(record_batch(columns, TABLE_FIELDS[table]))
+            self.rows[table] += len(columns[0])
 
     def close(self) -> None:
         """Finish every part file (an empty table still gets one, so its schema is readable) and publish it."""
         for table in OUTPUT_TABLES:
-            self.write(table, ())
+            self.write(table, [])
         for table, (writer, temporary) in self._writers.items():
             writer.close()
             self.fs.move(temporary, f"{self.base}/{table}.parquet/{self.part}.parquet")
@@ -169,7 +166,7 @@ def write_batches(
         for batch in batches:
             with gc_paused():
                 for table, rows in analyze_rows(batch, scenario, compare).items():
-                    writers.write(table, rows)
+                    writers.write(table, rows.columns)
         writers.close()
     except BaseException:
         writers.abort()
@@ -188,7 +185,9 @@ def row_batches(
             for table, rows in analyze_rows(batch, scenario, compare).items():
                 if rows:
                     columns = [
-                        struct_of_rows(rows, fields) if name == table else pa.nulls(len(rows), pa.struct(fields))
+                        struct_of_columns(rows.columns, fields)
+                        if name == table
+                        else pa.nulls(len(rows), pa.struct(fields))
                         for name, fields in TABLE_FIELDS.items()
                     ]
                     yield pa.RecordBatch.from_arrays([pa.repeat(table, len(rows)), *columns], schema=ROWS_SCHEMA)

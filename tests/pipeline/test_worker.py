@@ -148,7 +148,7 @@ def test_gc_is_paused_only_inside_and_restored() -> None:
 
 def test_output_uris_go_to_pyarrow_file_systems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writers = TableWriters(f"file://{tmp_path}/out", "part-00001")
-    writers.write("groups", [("G1", *([None] * len(OUTPUT_TABLES["groups"])))])
+    writers.write("groups", [["G1"], *([None] for _ in OUTPUT_TABLES["groups"])])
     writers.close()
     assert pq.read_table(tmp_path / "out" / "groups.parquet").column("group").to_pylist() == ["G1"]
     asked: list[str] = []
