@@ -169,7 +169,8 @@ class Table:
 
     def extend_columns(self, count: int, **columns: Iterable[Any]) -> None:
         """``count`` rows given column by column: every field by name, each ``count`` values (a value the same in
-        every row as ``itertools.repeat(value, count)``)."""
+        every row as ``itertools.repeat(value, count)``). A column of another length is a bug of the caller: it
+        raises ``ValueError``, and the table is not to be used after it."""
         if columns.keys() != self._names:
             raise ValueError(f"columns {sorted(columns)} are not the table's {sorted(self._names)}")
         end = len(self) + count
