@@ -11,7 +11,8 @@ Consistent hashing depends on the client IDs themselves and is planned group by 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from operator import add
 from typing import Any, NamedTuple
 
 from rocket_rebalance.model import MessageQueue, QueueList, java_string_key
@@ -29,6 +30,9 @@ from rocket_rebalance.strategies import (
 
 __all__ = ["GroupShape", "comparison"]
 
+_NO_OFFSET = (None, 0)
+"""The committed offset and exposure of a queue the offsets table does not have."""
+
 POSITIONAL: tuple[type, ...] = (AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle)
 """Strategies whose plan is a function of the list lengths and of which positions hold one client ID (exact
 types: a subclass may look at more)."""
@@ -44,13 +48,16 @@ def positional_kind(strategy: AllocateMessageQueueStrategy) -> type | None:
 
 
 class Outcome(NamedTuple):
-    """One topic's figures under one strategy: what moves, the fewest moves a balanced split needs, the after
-    plan's busiest consumer against its mean, and each consumer's queues after."""
+    """One topic's figures under one strategy: what moves (by position in the after list when the plans say each
+    queue's owner, else the queues), the fewest moves a balanced split needs, the after plan's busiest consumer
+    against its mean, and each of its consumers' queues after."""
 
+    positions: Sequence[int] | None
     moved: Sequence[MessageQueue]
     minimum: int
     worst: float
-    loads: Mapping[str, int]
+    consumers: Sequence[str]
+    loads: Sequence[int]
 
 
 class _Shaped(NamedTuple):
@@ -79,6 +86,7 @@ class GroupShape:
             tuple([numbers.setdefault(cid, len(numbers)) for cid in after.members]),
         )
         self.consumers = list(dict.fromkeys(after.members))
+        self._exposures: list[list[int]] | None = None
         self.lists = [(_queues(before, topic), _queues(after, topic)) for topic in topics]
         self.keys = tuple(
             (len(old), len(new), map_shape(old, new)) if old and new else (len(old), len(new), None)
@@ -98,16 +106,21 @@ class GroupShape:
             if len(_shaped) >= 100_000:
                 _shaped.clear()
             found = [_shaped.setdefault(key, one) for key, one in zip(keys, computed, strict=True)]
+        consumers = self.consumers
         return [
-            Outcome(
-                [new[k] for k in one.positions],
-                one.minimum,
-                one.worst,
-                dict(zip(self.consumers, one.loads, strict=True)) if one.loads else {},
-            )
-            for one, (_, new) in zip(found, self.lists, strict=True)
+            Outcome(one.positions, (), one.minimum, one.worst, consumers if one.loads else (), one.loads)
+            for one in found
             if one is not None
         ]
+
+    def exposures(self, offsets: Offsets) -> list[list[int]]:
+        """Each topic's re-delivery exposure of every queue of its after list, by position."""
+        if self._exposures is None:
+            self._exposures = [
+                [offsets.get((mq.topic, mq.broker_name, mq.queue_id), _NO_OFFSET)[1] for mq in new]
+                for _, new in self.lists
+            ]
+        return self._exposures
 
     def _shape(self, strategy: AllocateMessageQueueStrategy, group: str) -> list[_Shaped]:
         """Every topic's figures as positions, planned on this group's own lists."""
@@ -163,21 +176,15 @@ def _outcomes(
             continue
         moved = moves(old, new)
         loads = new.loads()
-        found.append(
-            Outcome(
-                moved.moved,
-                moved.minimum,
-                balance_of_loads(loads).max_over_avg,
-                dict(zip(new.consumers, loads, strict=True)),
-            )
-        )
+        worst = balance_of_loads(loads).max_over_avg
+        found.append(Outcome(moved.positions, moved.moved, moved.minimum, worst, new.consumers, loads))
     return found
 
 
-def _max_skew(totals: Mapping[str, int]) -> float:
+def _max_skew(totals: Sequence[int]) -> float:
     """The busiest consumer's queues over all topics against the group's mean (the skew table's measure)."""
-    mean = sum(totals.values()) / len(totals) if totals else 0.0
-    return max(totals.values()) / mean if mean else 1.0  # no queue held: no skew, as the skew table says
+    mean = sum(totals) / len(totals) if totals else 0.0
+    return max(totals) / mean if mean else 1.0  # no queue held: no skew, as the skew table says
 
 
 def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables) -> None:
@@ -209,26 +216,45 @@ def _figures(outcomes: Sequence[Outcome | None], shape: GroupShape, offsets: Off
     queues = moved = minimum = exposed = 0
     worst = 1.0
     failed = False
-    totals: dict[str, int] = {}
-    for outcome, (_, new) in zip(outcomes, shape.lists, strict=True):
+    totals = [0] * len(shape.consumers)  # per consumer after, over the topics: a plan's loads in that order
+    others: dict[str, int] = {}  # a plan of other consumers (a user strategy may name them)
+    held = summed = False
+    for topic, (outcome, (_, new)) in enumerate(zip(outcomes, shape.lists, strict=True)):
         if outcome is None:
             failed = True
             continue
         queues += len(new)
-        moved += len(outcome.moved)
         minimum += outcome.minimum
-        if offsets:
-            exposed += sum(offsets.get((mq.topic, mq.broker_name, mq.queue_id), (None, 0))[1] for mq in outcome.moved)
         worst = max(worst, outcome.worst)
-        for cid, load in outcome.loads.items():
-            totals[cid] = totals.get(cid, 0) + load
+        if outcome.positions is not None:
+            moved += len(outcome.positions)
+            if offsets:
+                exposed += sum(map(shape.exposures(offsets)[topic].__getitem__, outcome.positions))
+        else:
+            moved += len(outcome.moved)
+            if offsets:
+                exposed += sum(
+                    offsets.get((mq.topic, mq.broker_name, mq.queue_id), _NO_OFFSET)[1] for mq in outcome.moved
+                )
+        if outcome.consumers:
+            held = True
+            if outcome.consumers == shape.consumers:
+                totals = list(map(add, totals, outcome.loads))
+                summed = True
+            else:
+                for cid, load in zip(outcome.consumers, outcome.loads, strict=True):
+                    others[cid] = others.get(cid, 0) + load
+    if others:
+        for cid, total in zip(shape.consumers, totals, strict=True) if summed else ():
+            others[cid] = others.get(cid, 0) + total
+        totals = list(others.values())
     return {
         "queues": queues,
         "moved": moved,
         "minimum": minimum,
         "moved_share": moved / queues if queues else 0.0,
         "max_over_avg": worst,
-        "max_skew": _max_skew(totals),
+        "max_skew": _max_skew(totals if held else []),
         "exposure": exposed,
         "failed": failed,
     }
