@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import groupby, repeat
+from operator import attrgetter
 from typing import cast
 
 from rocket_rebalance.model import MessageQueue, java_string_key
@@ -40,6 +41,7 @@ from rocket_rebalance.strategies.base import (
 __all__ = ["AllocateMessageQueueAcrossTopics", "cross_topic_sizes"]
 
 Shares = dict[str, list[MessageQueue]]
+_topic = attrgetter("topic")
 Planned = tuple[Sequence[str], Shares]
 
 
@@ -82,8 +84,8 @@ class AllocateMessageQueueAcrossTopics(CheckedStrategy[Planned]):
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Planned:
         cids = list(first_positions(cid_all))
         by_topic: dict[str, list[MessageQueue]] = {}
-        for mq in mq_all:
-            by_topic.setdefault(mq.topic, []).append(mq)
+        for topic, run in groupby(mq_all, _topic):  # a run of one topic at a time: mq_all is usually sorted
+            by_topic.setdefault(topic, []).extend(run)
         topics = sorted(by_topic, key=java_string_key)
         shares: Shares = {cid: [] for cid in cids}
         sizes = cross_topic_sizes([len(by_topic[topic]) for topic in topics], len(cids))
