@@ -10,6 +10,7 @@ does not need it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -148,20 +149,22 @@ class Table:
     row type's fields. The analysis adds rows without their group (:meth:`append`, :meth:`extend`,
     :meth:`extend_columns`); :meth:`close_group` fills it in for the rows added since the last call."""
 
-    __slots__ = ("_names", "columns", "fields")
+    __slots__ = ("_names", "_values", "columns", "fields")
 
     def __init__(self, fields: tuple[str, ...]) -> None:
         self.fields = fields
         self._names = frozenset(fields)
         self.columns: list[list[Any]] = [[] for _ in range(len(fields) + 1)]
+        self._values = self.columns[1:]  # the same lists: every column but the group
 
     def __len__(self) -> int:
         return len(self.columns[-1])
 
     def append(self, row: tuple[Any, ...]) -> None:
         """One row: a value per field, in order (one of the row types above, built by keyword)."""
-        for column, value in zip(self.columns[1:], row, strict=True):
-            column.append(value)
+        if len(row) != len(self._values):
+            raise ValueError(f"a row of {len(row)} values for the {len(self._values)} columns {self.fields}")
+        deque(map(list.append, self._values, row), maxlen=0)  # each value onto its column, in C
 
     def extend(self, rows: Iterable[tuple[Any, ...]]) -> None:
         for row in rows:
@@ -174,7 +177,7 @@ class Table:
         if columns.keys() != self._names:
             raise ValueError(f"columns {sorted(columns)} are not the table's {sorted(self._names)}")
         end = len(self) + count
-        for column, name in zip(self.columns[1:], self.fields, strict=True):
+        for column, name in zip(self._values, self.fields, strict=True):
             column.extend(columns[name])
             if len(column) != end:
                 raise ValueError(f"column {name} has {len(column) - end + count} values for {count} rows")
@@ -185,11 +188,11 @@ class Table:
 
     def rows(self, start: int = 0) -> list[tuple[Any, ...]]:
         """The rows from ``start`` on, as tuples of the fields (no group)."""
-        return list(zip(*(column[start:] for column in self.columns[1:]), strict=True))
+        return list(zip(*(column[start:] for column in self._values), strict=True))
 
     def replace_rows(self, start: int, rows: Iterable[tuple[Any, ...]]) -> None:
         """The rows from ``start`` on (none of them closed yet) replaced by ``rows``."""
-        for column in self.columns[1:]:
+        for column in self._values:
             del column[start:]
         self.extend(rows)
 

@@ -394,6 +394,8 @@ class _SideWork:
         true_key = self.member_input.cid_all
         seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
         true_seen = frozenset(true_key)
+        idle: list[str] = []
+        reasons: list[str] = []
         for member in self.members:
             cid = member["client_id"]
             if holds(cid) or cid in self.unknown:
@@ -413,9 +415,20 @@ class _SideWork:
                 why = f"duplicate client ID: {len(raw)} members listed for {queues} queues, {len(seen)} distinct"
             else:
                 why = "the strategy gives the consumer no queue"
-            self.violation(
-                topic=topic, broker=None, queue_id=None, kind="idle_consumer", owners=[], client_id=cid, reason=why
-            )
+            idle.append(cid)
+            reasons.append(why)
+        count = len(idle)
+        self.out["violations"].extend_columns(
+            count,
+            side=repeat(self.side.name, count),
+            topic=repeat(topic, count),
+            broker=repeat(None, count),
+            queue_id=repeat(None, count),
+            kind=repeat("idle_consumer", count),
+            owners=[[] for _ in idle],
+            client_id=idle,
+            reason=reasons,
+        )
 
     def idle_over_topics(self) -> None:
         """For a strategy that spans topics (CROSS_TOPIC): one ``idle_consumer`` row (no topic) for each consumer
