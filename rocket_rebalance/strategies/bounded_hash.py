@@ -31,6 +31,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
+from itertools import repeat
 from typing import NamedTuple
 
 from rocket_rebalance.model import MessageQueue, queue_md5_hashes
@@ -158,21 +159,26 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         room: dict[str, int],
         load: dict[str, int],
     ) -> Owners:
-        """:meth:`_walk` when every consumer may fill its whole room: the first consumer clockwise below it."""
+        """:meth:`_walk` when every consumer may fill its whole room: the first consumer clockwise below it.
+
+        Each queue's first choice (the owner of its point, as plain consistent hashing has it) is looked up for
+        all queues at once, in C; the walk then only counts, and steps on past a full consumer."""
         size = len(points)
-        owners: Owners = []
-        for key_hash in hashes:
-            position = bisect_left(points, key_hash)
-            owner = ring_owners[position % size]
+        positions = list(map(bisect_left, repeat(points), hashes))
+        wrapped = [*ring_owners, ring_owners[0]]  # past the last point wraps to the first
+        owners: Owners = list(map(wrapped.__getitem__, positions))
+        for index, owner in enumerate(owners):
+            assert owner is not None  # a first choice is a ring point's owner
             if load[owner] >= room[owner]:
+                position = positions[index]
                 for step in range(1, size):
                     owner = ring_owners[(position + step) % size]
                     if load[owner] < room[owner]:
                         break
                 else:  # a full lap: the room left is with consumers that hold no point (see _walk)
                     owner = next(cid for cid in cids if load[cid] < room[cid])
+                owners[index] = owner
             load[owner] += 1
-            owners.append(owner)
         return owners
 
     def place(
