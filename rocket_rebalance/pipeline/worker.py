@@ -26,11 +26,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rocket_rebalance.pipeline.analysis import Offsets, Scenario, analyze_group, exposure, gc_paused
+from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.rows import Tables
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, record_batch, struct_of_columns
 
 __all__ = [
     "COUNT_SCHEMA",
+    "REPORT_TAG",
     "ROWS_SCHEMA",
     "TableWriters",
     "analyze_rows",
@@ -42,8 +44,14 @@ __all__ = [
     "write_batches",
 ]
 
-COUNT_SCHEMA = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.int64())])
-"""What a task returns to Spark: rows written per output table."""
+COUNT_SCHEMA = pa.schema(
+    [pa.field("table", pa.string()), pa.field("rows", pa.int64()), pa.field("report", pa.string())]
+)
+"""What a task returns to Spark: rows written per output table, and one row (table :data:`REPORT_TAG`) whose
+``report`` is the task's :class:`~rocket_rebalance.pipeline.report.ReportParts` as JSON."""
+
+REPORT_TAG = "_report"
+"""The table name of the row that carries a task's report parts (no output table is named so)."""
 
 TABLE_FIELDS = {name: [pa.field("group", pa.string()), *fields] for name, fields in OUTPUT_TABLES.items()}
 """Each output table's columns as written: ``group`` first."""
@@ -52,10 +60,15 @@ TABLE_TAG = "table"
 """The column of :data:`ROWS_SCHEMA` naming the output table of a row."""
 
 ROWS_SCHEMA = pa.schema(
-    [pa.field(TABLE_TAG, pa.string()), *(pa.field(name, pa.struct(f)) for name, f in TABLE_FIELDS.items())]
+    [
+        pa.field(TABLE_TAG, pa.string()),
+        *(pa.field(name, pa.struct(f)) for name, f in TABLE_FIELDS.items()),
+        pa.field("report", pa.string()),
+    ]
 )
 """What a task returns with ``--writer spark``: every output row tagged with its table, its values in that table's
-struct column (the others null). One flat frame, so the analysis runs once and each table is a filter of it."""
+struct column (the others null). One flat frame, so the analysis runs once and each table is a filter of it. Its
+last row (tagged :data:`REPORT_TAG`, every struct null) carries the task's report parts as JSON in ``report``."""
 
 
 def offsets_per_group(column: pa.ListArray) -> list[Offsets | None]:
@@ -162,16 +175,22 @@ def write_batches(
     per group (``applyInPandas`` per group costs about 1.5 ms a group before any work is done).
     """
     writers = TableWriters(out, part or _task_part())
+    parts = _parts(compare)
     try:
         for batch in batches:
             with gc_paused():
-                for table, rows in analyze_rows(batch, scenario, compare).items():
+                tables = analyze_rows(batch, scenario, compare)
+                parts.add(tables)
+                for table, rows in tables.items():
                     writers.write(table, rows.columns)
         writers.close()
     except BaseException:
         writers.abort()
         raise
-    yield pa.RecordBatch.from_pylist([{"table": t, "rows": n} for t, n in writers.rows.items()], schema=COUNT_SCHEMA)
+    counts = [{"table": t, "rows": n, "report": None} for t, n in writers.rows.items()]
+    yield pa.RecordBatch.from_pylist(
+        [*counts, {"table": REPORT_TAG, "rows": 0, "report": parts.to_json()}], schema=COUNT_SCHEMA
+    )
 
 
 def row_batches(
@@ -180,9 +199,12 @@ def row_batches(
     """``mapInArrow`` body of ``--writer spark``: each Arrow batch of groups analysed, its rows yielded as one
     :data:`ROWS_SCHEMA` batch per table, so the rows of a table lie together (Spark's cache can skip the others'
     batches when a table is selected)."""
+    parts = _parts(compare)
     for batch in batches:
         with gc_paused():
-            for table, rows in analyze_rows(batch, scenario, compare).items():
+            tables = analyze_rows(batch, scenario, compare)
+            parts.add(tables)
+            for table, rows in tables.items():
                 if rows:
                     columns = [
                         struct_of_columns(rows.columns, fields)
@@ -190,7 +212,18 @@ def row_batches(
                         else pa.nulls(len(rows), pa.struct(fields))
                         for name, fields in TABLE_FIELDS.items()
                     ]
-                    yield pa.RecordBatch.from_arrays([pa.repeat(table, len(rows)), *columns], schema=ROWS_SCHEMA)
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.repeat(table, len(rows)), *columns, pa.nulls(len(rows), pa.string())], schema=ROWS_SCHEMA
+                    )
+    nothing = [pa.nulls(1, pa.struct(fields)) for fields in TABLE_FIELDS.values()]
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([REPORT_TAG]), *nothing, pa.array([parts.to_json()])], schema=ROWS_SCHEMA
+    )
+
+
+def _parts(compare: bool) -> ReportParts:
+    """A task's empty report parts: the histogram shows the after side's balance when there is one."""
+    return ReportParts("after" if compare else "before")
 
 
 def publish_files(local: str, out: str) -> None:
