@@ -220,10 +220,15 @@ def _duplicate_route() -> Column:
     return F.when(named & (rows > 1), F.lit(DUPLICATE_ROUTE))
 
 
-def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame], DataFrame]:
-    """Good rows per table, and every bad row as (group, side, table, reason, row)."""
+def _split(frames: dict[str, DataFrame], side: str, cached: list[DataFrame]) -> tuple[dict[str, DataFrame], DataFrame]:
+    """Good rows per table, and every bad row as (group, side, table, reason, row).
+
+    Each table is checked once: its rows with their reason are persisted (added to ``cached``, for the caller to
+    release), so the bad rows, written after the analysis, come from what the analysis' own reading kept
+    instead of a second reading and checking of every input table."""
     from functools import reduce
 
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     good: dict[str, DataFrame] = {}
@@ -233,7 +238,8 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
         rules = [F.col(MALFORMED), _reason(table)]
         if table == "routes":
             rules.append(_duplicate_route())
-        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED)
+        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(checked)
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
         bad = checked.filter(F.col("_reason").isNotNull()).select(
             (F.col("group") if "group" in columns else F.lit(None).cast("string")).alias("group"),
@@ -367,9 +373,10 @@ def run_impact(
     from rocket_rebalance.pipeline.writers import write_tables
 
     count, restore = _partition(spark, partitions)
+    cached: list[DataFrame] = []
     try:
         log("reading and checking rows")
-        groups, rejected = _assemble(spark, found, compare)
+        groups, rejected = _assemble(spark, found, compare, cached)
         log(f"analyzing groups in {count} partitions")
         clear_output(target)
         written = write_tables(
@@ -387,6 +394,8 @@ def run_impact(
         )
         return ImpactResult(out_text, rows, data.totals, report_path, seconds, found.partial)
     finally:
+        for frame in cached:  # a shared session (tests, notebooks) keeps nothing of the run
+            frame.unpersist()
         restore()
         if own_session:
             spark.stop()
@@ -450,16 +459,19 @@ def _check_inputs(snapshot: Path | str, after: Path | str | None) -> _Inputs:
     return _Inputs(before, after_paths, partial)
 
 
-def _assemble(spark: SparkSession, found: _Inputs, compare: bool) -> tuple[DataFrame, DataFrame]:
-    """One row per group with both sides (and the offsets when comparing), and every rejected input row."""
+def _assemble(
+    spark: SparkSession, found: _Inputs, compare: bool, cached: list[DataFrame]
+) -> tuple[DataFrame, DataFrame]:
+    """One row per group with both sides (and the offsets when comparing), and every rejected input row; the
+    frames persisted on the way are added to ``cached``."""
     from pyspark.sql import functions as F
 
     frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in found.before.items()}
-    good, rejected = _split(frames, "before")
+    good, rejected = _split(frames, "before", cached)
     groups = _side(good, "before")
     if found.after is not None:
         after_frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in found.after.items()}
-        after_good, after_rejected = _split(after_frames, "after")
+        after_good, after_rejected = _split(after_frames, "after", cached)
         rejected = rejected.unionByName(after_rejected)
         groups = groups.join(_side(after_good, "after"), "group", "full_outer")
     if compare:
