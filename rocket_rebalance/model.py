@@ -271,7 +271,8 @@ def queue_md5_hashes(queues: Sequence[MessageQueue]) -> list[int]:
     hashes = [mq._md5 for mq in queues]
     if None not in hashes:
         return hashes  # type: ignore[return-value]  # no None left: every hash is an int
-    missing = [mq for mq in queues if mq._md5 is None]
+    cold = hashes.count(None) == len(hashes)  # new queue objects: no second pass over them below
+    missing = queues if cold else [mq for mq in queues if mq._md5 is None]
     # the text of __str__, formatted inline: a call to _queue_text per queue cost a sixth of the batch
     keys = [
         f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]".encode(
@@ -279,8 +280,9 @@ def queue_md5_hashes(queues: Sequence[MessageQueue]) -> list[int]:
         )
         for mq in missing
     ]
-    deque(map(object.__setattr__, missing, repeat("_md5"), java_md5_hashes(keys)), maxlen=0)  # remembered, in C
-    return [mq._md5 for mq in queues]  # type: ignore[misc]  # every hash is set now
+    found = java_md5_hashes(keys)
+    deque(map(object.__setattr__, missing, repeat("_md5"), found), maxlen=0)  # remembered, in C
+    return found if cold else [mq._md5 for mq in queues]  # type: ignore[misc]  # every hash is set now
 
 
 def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
