@@ -60,6 +60,14 @@ def test_string_order_is_javas(left: str, right: str) -> None:
         assert left == right
 
 
+@given(st.lists(st.text() | st.text(alphabet=st.characters(max_codepoint=127)), max_size=8))
+def test_a_list_sorts_in_javas_order(texts: list[str]) -> None:
+    """Whole lists, ASCII only (sorted without a key) or not."""
+    ordered = sort_client_ids(texts)
+    assert sorted(ordered) == sorted(texts)
+    assert all(java_compare(a, b) <= 0 for a, b in zip(ordered, ordered[1:], strict=False))
+
+
 def test_supplementary_characters_sort_before_high_bmp_characters() -> None:
     # U+1D538 is a surrogate pair (D835 DD38) in UTF-16, which Java sorts before U+FF21; Python does the reverse.
     assert sort_client_ids(["c@\uff21", "c@\U0001d538"]) == ["c@\U0001d538", "c@\uff21"]
