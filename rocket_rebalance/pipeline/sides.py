@@ -262,14 +262,17 @@ class _SideWork:
     def violation(self, **columns: Any) -> None:
         self.out["violations"].append(ViolationRow(side=self.side.name, **columns))
 
+    def about(self, topic: str | None, count: int) -> dict[str, Iterable[Any]]:
+        """The ``side`` and ``topic`` columns of ``count`` rows of this side about ``topic``."""
+        return {"side": repeat(self.side.name, count), "topic": repeat(topic, count)}
+
     def assign(self, topic: str, held: list[tuple[str, list[MessageQueue]]]) -> None:
         """An assignment row for each queue each consumer process takes, in member order, added column by column."""
         queues = list(chain.from_iterable(share for _, share in held))
         count = len(queues)
         self.out["assignments"].extend_columns(
             count,
-            side=repeat(self.side.name, count),
-            topic=repeat(topic, count),
+            **self.about(topic, count),
             broker=map(_broker, queues),
             queue_id=map(_queue_id, queues),
             owner=chain.from_iterable(repeat(cid, len(share)) for cid, share in held),
@@ -420,8 +423,7 @@ class _SideWork:
         count = len(idle)
         self.out["violations"].extend_columns(
             count,
-            side=repeat(self.side.name, count),
-            topic=repeat(topic, count),
+            **self.about(topic, count),
             broker=repeat(None, count),
             queue_id=repeat(None, count),
             kind=repeat("idle_consumer", count),
