@@ -127,15 +127,23 @@ def python_runs(work: Path, sizes: list[int]) -> dict[int, float]:
     return timed
 
 
-def control_runs(commit: str, master: str, work: Path, sizes: list[int], python: bool) -> dict[int, dict[str, float]]:
-    """The control commit's Spark job (and reference) on the same fleets, in a subprocess at that code."""
+def code_of(commit: str, work: Path) -> Path:
+    """The tree of ``commit`` (``git archive``) under ``work``, extracted once: code to put on ``PYTHONPATH``."""
     code = work / f"control-{commit}"
     if not (code / "rocket_rebalance").exists():
         code.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
+    return code
+
+
+def control_runs(commit: str, master: str, work: Path, sizes: list[int], python: bool) -> dict[int, dict[str, float]]:
+    """The control commit's Spark job (and reference) on the same fleets, in a subprocess at that code."""
+    code = code_of(commit, work)
     env = {**os.environ, "PYTHONPATH": str(code), "PYSPARK_PYTHON": sys.executable}
-    command = [sys.executable, "-c", CONTROL, master, str(work), json.dumps(SCENARIO), "yes" if python else "no"]
+    # -P: without it ``python -c`` puts the current folder first on sys.path, ahead of PYTHONPATH, and a run
+    # started from the repository would time this tree's code as the control
+    command = [sys.executable, "-P", "-c", CONTROL, master, str(work), json.dumps(SCENARIO), "yes" if python else "no"]
     timed: dict[int, dict[str, float]] = {size: {} for size in sizes}
     with subprocess.Popen([*command, *map(str, sizes)], env=env, stdout=subprocess.PIPE, text=True) as running:
         assert running.stdout is not None

@@ -4,8 +4,8 @@ Run: ``.venv/bin/python benchmarks/pipeline_profile.py --groups 3000`` (fleet-ge
 benchmarks/pipeline.py). Two tables, both in milliseconds a group:
 
 * stages of :func:`rocket_rebalance.pipeline.reference.write_reference`, timed one after the other without a
-  profiler: reading the snapshot, the row checks, assembling group rows, ``analyze_group``, turning results into
-  row tuples, into Arrow, and writing Parquet;
+  profiler: reading the snapshot, the row checks, assembling group rows, ``analyze_group`` (into one set of
+  tables, held as columns), turning the columns into Arrow, and writing Parquet;
 * ``analyze_group`` cut into its parts by wrapping them with counters (exclusive time: a plan is not counted in the
   function that called it). The wrappers cost something of their own, so the parts add up to more than the first
   table's ``analyze_group``; read them as shares. A plan or movement is labelled by where it was asked for: by a
@@ -28,10 +28,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rocket_rebalance.pipeline import analysis, movement, reference, sides
+from rocket_rebalance.pipeline import analysis, comparison, movement, reference, sides
 from rocket_rebalance.pipeline.fleetgen import write_fleet
-from rocket_rebalance.pipeline.scenario import load_scenario
-from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, struct_of_rows
+from rocket_rebalance.pipeline.rows import Tables
+from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
+from rocket_rebalance.pipeline.schema import record_batch
 from rocket_rebalance.pipeline.worker import TABLE_FIELDS
 from rocket_rebalance.snapshot_folder import BEFORE_TABLES, OPTIONAL_TABLES
 from rocket_rebalance.strategies import consistent_hash
@@ -55,16 +56,10 @@ def stages(fleet: Path, groups: int) -> list[dict[str, Any]]:
     before = timed("row checks", lambda: reference._split("before", raw, []))
     rows: list[dict[str, Any]] = timed("assemble groups", lambda: reference.assemble_groups(before, None, True))
     with analysis.gc_paused():
-        results = timed("analyze_group", lambda: [analysis.analyze_group(row, scenario, True) for row in rows])
-        tables = timed(
-            "rows to tuples",
-            lambda: {t: [(r["group"], *row) for r in results for row in r[t]] for t in OUTPUT_TABLES},
-        )
+        tables = timed("analyze_group", lambda: _analyzed(rows, scenario))
         batches = timed(
             "to Arrow",
-            lambda: {
-                t: pa.RecordBatch.from_struct_array(struct_of_rows(v, TABLE_FIELDS[t])) for t, v in tables.items() if v
-            },
+            lambda: {t: record_batch(v.columns, TABLE_FIELDS[t]) for t, v in tables.items() if len(v)},
         )
     out = Path(tempfile.mkdtemp(prefix="rr-profile-"))
     timed(
@@ -78,6 +73,14 @@ def stages(fleet: Path, groups: int) -> list[dict[str, Any]]:
         print(f"{name:<45} {seconds / groups * 1e3:>9.3f} {seconds / total:>6.1%}")
     print(f"{'total':<45} {total / groups * 1e3:>9.3f}")
     return rows
+
+
+def _analyzed(rows: list[dict[str, Any]], scenario: Scenario) -> Tables:
+    """Every group into one set of tables, as a Spark task analyses its batches."""
+    tables = Tables()
+    for row in rows:
+        analysis.analyze_group(row, scenario, True, tables)
+    return tables
 
 
 def parts(rows: list[dict[str, Any]], groups: int) -> None:
@@ -113,13 +116,15 @@ def parts(rows: list[dict[str, Any]], groups: int) -> None:
     wrap(analysis, "apply_scenario", lambda a: "scenario")
     wrap(analysis, "compare_sides", lambda a: "movement table")
     wrap(analysis, "comparison", lambda a: "comparison: the rest", sets="comparison")
+    wrap(sides, "plan_owners", lambda a: f"plan {a[0].name} ({asker[0]})")
     wrap(sides, "plan", lambda a: f"plan {a[0].name} ({asker[0]})")
     wrap(consistent_hash, "build_ring", lambda a: f"ring building ({asker[0]})")
-    wrap(movement, "movement", lambda a: f"movement ({asker[0]})")
+    wrap(consistent_hash, "neighbour_ring", lambda a: f"ring building ({asker[0]})")
+    wrap(movement, "change", lambda a: f"movement ({asker[0]})")
+    wrap(comparison, "change", lambda a: f"movement ({asker[0]})")
     gc.disable()
     started = time.perf_counter()
-    for row in rows:
-        analysis.analyze_group(row, scenario, True)
+    _analyzed(rows, scenario)
     total = time.perf_counter() - started
     gc.enable()
     spent["analyze_group: the rest"] = total - sum(spent.values())

@@ -21,7 +21,9 @@ __all__ = [
     "Plan",
     "SplitView",
     "balance",
+    "balance_of_loads",
     "by_topic",
+    "fewest_moves",
     "first_owners",
     "minimum_moves",
     "movement",
@@ -83,7 +85,11 @@ class Balance(NamedTuple):
 
 def balance(shares: Mapping[str, Sequence[MessageQueue]]) -> Balance:
     """Load figures of a plan; ``max_over_avg`` is 1.0 for a perfect split (and for an empty plan)."""
-    loads = [len(queues) for queues in shares.values()]
+    return balance_of_loads([len(queues) for queues in shares.values()])
+
+
+def balance_of_loads(loads: Sequence[int]) -> Balance:
+    """:func:`balance` of a plan given as each consumer's number of queues."""
     if not loads:
         return Balance(0, 0, 0, 0, 0.0, 1.0)
     total = sum(loads)
@@ -111,17 +117,23 @@ def first_owners(shares: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQu
     return {mq: cid for cid, queues in reversed(list(shares.items())) for mq in queues}
 
 
+def fewest_moves(had: Mapping[str | None, int], queues: int, consumers: Sequence[str]) -> int:
+    """See :func:`minimum_moves`: ``queues`` queues held after, of which ``had[c]`` were held by ``c`` before
+    (``None``: by nobody), and ``consumers`` the distinct consumers of the after plan."""
+    if not consumers or not queues:
+        return 0
+    base, larger = divmod(queues, len(consumers))
+    kept = [had.get(cid, 0) for cid in consumers]
+    stay = sum(min(count, base) for count in kept) + min(larger, sum(1 for count in kept if count > base))
+    return queues - stay
+
+
 def _fewest_moves(
     held_before: Mapping[MessageQueue, str], held_after: Mapping[MessageQueue, str], consumers: Sequence[str]
 ) -> int:
     """See :func:`minimum_moves`; ``consumers`` are the distinct consumers of the after plan."""
-    if not consumers or not held_after:
-        return 0
-    base, larger = divmod(len(held_after), len(consumers))
-    had = Counter(map(held_before.get, held_after))  # per consumer: queues of the after plan it held before
-    kept = [had.get(cid, 0) for cid in consumers]
-    stay = sum(min(count, base) for count in kept) + min(larger, sum(1 for count in kept if count > base))
-    return len(held_after) - stay
+    # per consumer: queues of the after plan it held before
+    return fewest_moves(Counter(map(held_before.get, held_after)), len(held_after), consumers)
 
 
 def minimum_moves(before: Mapping[str, Iterable[MessageQueue]], after: Mapping[str, Iterable[MessageQueue]]) -> int:

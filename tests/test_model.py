@@ -17,7 +17,9 @@ from rocket_rebalance.model import (
     check_group_name,
     check_topic_name,
     java_md5_hash,
+    java_md5_hashes,
     prepare_rebalance_input,
+    queue_md5_hashes,
     sort_client_ids,
     sort_queues,
 )
@@ -58,6 +60,14 @@ def test_string_order_is_javas(left: str, right: str) -> None:
         assert left == right
 
 
+@given(st.lists(st.text() | st.text(alphabet=st.characters(max_codepoint=127)), max_size=8))
+def test_a_list_sorts_in_javas_order(texts: list[str]) -> None:
+    """Whole lists, ASCII only (sorted without a key) or not."""
+    ordered = sort_client_ids(texts)
+    assert sorted(ordered) == sorted(texts)
+    assert all(java_compare(a, b) <= 0 for a, b in zip(ordered, ordered[1:], strict=False))
+
+
 def test_supplementary_characters_sort_before_high_bmp_characters() -> None:
     # U+1D538 is a surrogate pair (D835 DD38) in UTF-16, which Java sorts before U+FF21; Python does the reverse.
     assert sort_client_ids(["c@\uff21", "c@\U0001d538"]) == ["c@\U0001d538", "c@\uff21"]
@@ -82,6 +92,25 @@ def test_md5_hash_is_first_four_digest_bytes() -> None:
     assert java_md5_hash("a") == 0x0CC175B9
     mq = MessageQueue("T", "b", 0)
     assert mq.md5_hash == java_md5_hash(str(mq))
+
+
+@given(st.lists(st.text(), max_size=40))
+def test_batched_md5_hashes_are_the_hashes_of_each_key(keys: list[str]) -> None:
+    """Lone surrogates included (a Java string may hold one): each key encoded as java_md5_hash encodes it."""
+    encoded = [key.encode("utf-8", "surrogatepass") for key in keys]
+    assert java_md5_hashes(encoded) == [java_md5_hash(key) for key in keys]
+
+
+@given(st.lists(message_queues(), max_size=30), st.lists(st.booleans(), min_size=30, max_size=30))
+def test_batched_queue_hashes_fill_in_the_unknown_ones(queues: list[MessageQueue], known: list[bool]) -> None:
+    fresh = [MessageQueue(mq.topic, mq.broker_name, mq.queue_id) for mq in queues]
+    for mq, asked in zip(fresh, known, strict=False):
+        if asked:
+            assert mq.md5_hash == java_md5_hash(str(mq))  # remembered before the batch
+    expected = [java_md5_hash(str(mq)) for mq in queues]
+    assert queue_md5_hashes(fresh) == expected
+    assert [mq.md5_hash for mq in fresh] == expected  # and remembered by the batch
+    assert queue_md5_hashes(fresh) == expected
 
 
 def test_queue_is_immutable_hashable_and_picklable() -> None:

@@ -22,8 +22,8 @@ Input row (the ``group input``)::
             "unread": [{"client_id", "reason"}] | None,                      # the collector's rejected.jsonl
             "brokers_down": [str] | None}                                    # set by a scenario
 
-Output: a dict with ``group`` and one list of rows per output table, each row the table's named type from
-:mod:`.rows` (a tuple of the table's columns in schema order); :func:`~.rows.as_dicts` names the columns.
+Output: rows added to :class:`~.rows.Tables` (each table's columns in schema order, ``group`` first; the row
+types of :mod:`.rows` name them); :func:`~.rows.as_dicts` gives one group's rows as dicts.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from rocket_rebalance.model import DuplicateClientIdWarning
-from rocket_rebalance.pipeline.movement import Moves, Offsets, compare_sides, comparison, exposure, queue_set
+from rocket_rebalance.pipeline.comparison import comparison
+from rocket_rebalance.pipeline.movement import Moves, Offsets, compare_sides, exposure, queue_set
 from rocket_rebalance.pipeline.observed import check_observed
-from rocket_rebalance.pipeline.rows import GroupRow, empty_output
+from rocket_rebalance.pipeline.rows import GroupRow, Tables
 from rocket_rebalance.pipeline.scenario import Scenario, apply_scenario, load_scenario
 from rocket_rebalance.pipeline.sides import analyze_side
 
@@ -64,14 +65,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, compare: bool = False) -> dict[str, Any]:
+def analyze_group(
+    row: Mapping[str, Any], scenario: Scenario | None = None, compare: bool = False, out: Tables | None = None
+) -> Tables:
     """Everything the pipeline reports about one consumer group; ``compare`` when an after side is given.
 
-    With a ``scenario``, the after side is the before side with the scenario applied (``row["after"]`` is
-    ignored). Duplicate client IDs are reported as violations, so the library's warning is silenced here.
+    The rows are added to ``out`` (a batch's tables; new tables when not given), which is returned. With a
+    ``scenario``, the after side is the before side with the scenario applied (``row["after"]`` is ignored).
+    Duplicate client IDs are reported as violations, so the library's warning is silenced here.
     """
     group = row["group"]
-    out = empty_output(group)
+    out = Tables() if out is None else out
+    rejected_from = len(out["rejected"])
     before_data = row.get("before")
     after_data = row.get("after")
     if scenario is not None:
@@ -82,9 +87,12 @@ def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, comp
         before = analyze_side(group, "before", before_data, out)
         observed = check_observed(before, before_data, out)
         after = analyze_side(group, "after", after_data, out, known=[before.members]) if compare else None
-        if scenario is not None:  # the after side was derived from the before side: do not reject a row twice
-            seen = {r[1:] for r in out["rejected"] if r.side == "before"}
-            out["rejected"] = [r for r in out["rejected"] if r.side == "before" or r[1:] not in seen]
+        rejected = out["rejected"]
+        if scenario is not None and len(rejected) > rejected_from:
+            # the after side was derived from the before side: do not reject a row twice
+            rows = rejected.rows(rejected_from)
+            seen = {r[1:] for r in rows if r[0] == "before"}
+            rejected.replace_rows(rejected_from, [r for r in rows if r[0] == "before" or r[1:] not in seen])
         moved = minimum = exposed = paused = 0
         if after is not None and before.ok and after.ok:
             moves = Moves(row.get("offsets") or {})
@@ -118,4 +126,5 @@ def analyze_group(row: Mapping[str, Any], scenario: Scenario | None = None, comp
                 rebalances=rebalances,
             )
         )
+    out.close_group(group)
     return out

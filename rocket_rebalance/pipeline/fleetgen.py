@@ -74,7 +74,9 @@ def _holdings(
     members = tuple(sort_client_ids(ids))
     for topic, topic_queue_list in queues.items():
         # a strategy's refusal plans to nobody (the analysis reports it): nobody holds anything of the topic
-        shares = {cid: list(topic_queue_list) for cid in ids} if model == "BROADCASTING" else plans(members, topic)
+        shares = (
+            {cid: list(topic_queue_list) for cid in ids} if model == "BROADCASTING" else plans(members, topic).shares
+        )
         for cid, share in shares.items():
             held[cid].extend(share)
     return held

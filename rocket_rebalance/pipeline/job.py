@@ -34,7 +34,7 @@ from rocket_rebalance.inputs import read_input_text
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
 from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
 from rocket_rebalance.pipeline.output import claim_output, clear_output
-from rocket_rebalance.pipeline.report import BUCKET_CAP, BUCKET_WIDTH, TOP, ReportData, write_report
+from rocket_rebalance.pipeline.report import ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot
 from rocket_rebalance.pipeline.validate import (
@@ -220,10 +220,15 @@ def _duplicate_route() -> Column:
     return F.when(named & (rows > 1), F.lit(DUPLICATE_ROUTE))
 
 
-def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame], DataFrame]:
-    """Good rows per table, and every bad row as (group, side, table, reason, row)."""
+def _split(frames: dict[str, DataFrame], side: str, cached: list[DataFrame]) -> tuple[dict[str, DataFrame], DataFrame]:
+    """Good rows per table, and every bad row as (group, side, table, reason, row).
+
+    Each table is checked once: its rows with their reason are persisted (added to ``cached``, for the caller to
+    release), so the bad rows, written after the analysis, come from what the analysis' own reading kept
+    instead of a second reading and checking of every input table."""
     from functools import reduce
 
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     good: dict[str, DataFrame] = {}
@@ -233,7 +238,8 @@ def _split(frames: dict[str, DataFrame], side: str) -> tuple[dict[str, DataFrame
         rules = [F.col(MALFORMED), _reason(table)]
         if table == "routes":
             rules.append(_duplicate_route())
-        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED)
+        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(checked)
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
         bad = checked.filter(F.col("_reason").isNotNull()).select(
             (F.col("group") if "group" in columns else F.lit(None).cast("string")).alias("group"),
@@ -367,21 +373,18 @@ def run_impact(
     from rocket_rebalance.pipeline.writers import write_tables
 
     count, restore = _partition(spark, partitions)
+    cached: list[DataFrame] = []
     try:
         log("reading and checking rows")
-        groups, rejected = _assemble(spark, found, compare)
+        groups, rejected = _assemble(spark, found, compare, cached)
         log(f"analyzing groups in {count} partitions")
         clear_output(target)
         written = write_tables(
-            spark, groups, rejected, target if _is_local(out_text) else out_text, writer or WriterSpec(),
-            scenario, compare, log,
+            groups, rejected, target if _is_local(out_text) else out_text, writer or WriterSpec(), scenario, compare,
+            log,
         )  # fmt: skip
         rows = written.rows
-        log("aggregating the report")
-        try:
-            data = _report_data(written.table, scenario, after, snapshot, compare)
-        finally:
-            written.release()
+        data = written.report.data(_report_title(scenario, after, snapshot))
         data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in found.partial]
         report_path = _publish_summary(data, rows, found.partial, target, out_text if report else None)
         seconds = log.seconds()
@@ -391,6 +394,8 @@ def run_impact(
         )
         return ImpactResult(out_text, rows, data.totals, report_path, seconds, found.partial)
     finally:
+        for frame in cached:  # a shared session (tests, notebooks) keeps nothing of the run
+            frame.unpersist()
         restore()
         if own_session:
             spark.stop()
@@ -454,16 +459,19 @@ def _check_inputs(snapshot: Path | str, after: Path | str | None) -> _Inputs:
     return _Inputs(before, after_paths, partial)
 
 
-def _assemble(spark: SparkSession, found: _Inputs, compare: bool) -> tuple[DataFrame, DataFrame]:
-    """One row per group with both sides (and the offsets when comparing), and every rejected input row."""
+def _assemble(
+    spark: SparkSession, found: _Inputs, compare: bool, cached: list[DataFrame]
+) -> tuple[DataFrame, DataFrame]:
+    """One row per group with both sides (and the offsets when comparing), and every rejected input row; the
+    frames persisted on the way are added to ``cached``."""
     from pyspark.sql import functions as F
 
     frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in found.before.items()}
-    good, rejected = _split(frames, "before")
+    good, rejected = _split(frames, "before", cached)
     groups = _side(good, "before")
     if found.after is not None:
         after_frames = {t: _read(spark, p, f, INPUT_TABLES[t]) for t, (p, f) in found.after.items()}
-        after_good, after_rejected = _split(after_frames, "after")
+        after_good, after_rejected = _split(after_frames, "after", cached)
         rejected = rejected.unionByName(after_rejected)
         groups = groups.join(_side(after_good, "after"), "group", "full_outer")
     if compare:
@@ -531,91 +539,12 @@ def _remote(base: Path | str, tables: Sequence[str]) -> dict[str, tuple[Path | s
     return {table: (f"{base}/{table}.parquet", "parquet") for table in tables}
 
 
-def _report_data(
-    table: Callable[[str], DataFrame],
-    scenario: Scenario | None,
-    after: Path | str | None,
-    snapshot: Path | str,
-    compare: bool,
-) -> ReportData:
-    """The report's aggregates, computed by Spark from the written tables (``table`` gives each as a DataFrame);
-    only these reach the driver."""
-    from pyspark.sql import functions as F
-
-    total = F.coalesce
-    zero = F.lit(0)
-    g = (
-        table("groups")
-        .agg(
-            F.count(F.lit(1)).alias("groups"),
-            total(F.sum(F.col("rebalances").cast("int")), zero).alias("groups_rebalancing"),
-            total(F.sum("consumers_before"), zero).alias("consumers_before"),
-            total(F.sum("queues_before"), zero).alias("queues_before"),
-            total(F.sum("moved"), zero).alias("moved"),
-            total(F.sum("minimum"), zero).alias("minimum"),
-            total(F.sum("exposure"), zero).alias("exposure"),
-            total(F.sum("paused"), zero).alias("paused"),
-            total(F.sum("observed_violations"), zero).alias("observed_violations"),
-        )
-        .first()
-    )
-    assert g is not None
-    totals: dict[str, Any] = {key: int(value) for key, value in g.asDict().items()}
-    totals["rejected_rows"] = table("rejected").count()
-    violations = table("violations")
-    for row in violations.groupBy("side", "kind").count().orderBy("side", "kind").collect():
-        totals[f"{row['kind']}_{row['side']}"] = int(row["count"])
-    side = "after" if compare else "before"
-    edge = F.round(F.least(F.lit(BUCKET_CAP), F.floor(F.col("max_over_avg") / BUCKET_WIDTH + 1e-9) * BUCKET_WIDTH), 1)
-    histogram = (
-        table("balance")
-        .filter((F.col("side") == side) & (F.col("consumers") > 0) & (F.col("queues") > 0))
-        .groupBy(edge.alias("edge"))
-        .count()
-        .orderBy("edge")
-        .collect()
-    )
-    strategies = (
-        table("comparison")
-        .groupBy("strategy")
-        .agg(
-            F.count(F.lit(1)).alias("groups"),
-            F.sum("queues").alias("queues"),
-            F.sum("moved").alias("moved"),
-            F.sum("minimum").alias("minimum"),
-            F.sum("exposure").alias("exposure"),
-        )
-        .orderBy("strategy")
-        .collect()
-    )
-    top = (
-        table("groups")
-        .orderBy(F.desc("exposure"), F.desc("moved"), "group")
-        .select("group", "strategy_before", "strategy_after", "moved", "minimum", "exposure", "paused")
-        .limit(TOP)
-        .collect()
-    )
-
-    def counted(frame: DataFrame, keys: list[str]) -> list[dict[str, Any]]:
-        found = frame.groupBy(*keys).count().orderBy(F.desc("count"), *keys).limit(TOP).collect()
-        return [row.asDict() for row in found]
-
+def _report_title(scenario: Scenario | None, after: Path | str | None, snapshot: Path | str) -> str:
     if scenario is not None:
-        title = f"scenario {scenario.name}"
-    elif after is not None:
-        title = f"{snapshot} -> {after}"
-    else:
-        title = f"snapshot {snapshot}"
-    return ReportData(
-        title,
-        totals,
-        side,
-        [(float(row["edge"]), int(row["count"])) for row in histogram],
-        [{k: (int(v) if isinstance(v, int) else v) for k, v in row.asDict().items()} for row in strategies],
-        [row.asDict() for row in top],
-        counted(violations, ["side", "kind", "reason"]),
-        counted(table("rejected"), ["side", "table", "reason"]),
-    )
+        return f"scenario {scenario.name}"
+    if after is not None:
+        return f"{snapshot} -> {after}"
+    return f"snapshot {snapshot}"
 
 
 def run_from_args(

@@ -1,22 +1,22 @@
-"""Before against after: which queues move, the re-delivery exposure of the moves, and the strategy comparison.
+"""Before against after: which queues move and the re-delivery exposure of the moves.
 
-Movement compares what consumers actually take on each side (with their views); the comparison replays the same
-membership and route change under each compared strategy on the true member lists.
+Movement compares what consumers actually take on each side (with their views); :mod:`.comparison` replays the
+same membership and route change under each compared strategy on the true member lists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 from rocket_rebalance.model import MessageQueue, java_string_key
-from rocket_rebalance.pipeline.rows import ComparisonRow, MovedQueueRow, MovementRow, Tables
-from rocket_rebalance.pipeline.settings import BROADCASTING, COMPARED_STRATEGIES, parse_strategy
-from rocket_rebalance.pipeline.sides import Side, ViewPlans
-from rocket_rebalance.plan import Movement, Plan, balance, movement
-from rocket_rebalance.strategies import AllocateMessageQueueStrategy
+from rocket_rebalance.pipeline.placement import NO_PLAN, Change, TopicPlan, change
+from rocket_rebalance.pipeline.rows import MovementRow, Tables
+from rocket_rebalance.pipeline.settings import BROADCASTING
+from rocket_rebalance.pipeline.sides import Side
 
-__all__ = ["Moves", "Offsets", "compare_sides", "comparison", "exposure", "offsets_from_rows", "queue_set"]
+__all__ = ["Moves", "Offsets", "compare_sides", "exposure", "offsets_from_rows", "queue_set"]
 
 Offsets = dict[tuple[str, str, int], tuple[int, int]]
 """(topic, broker, queue ID) -> (committed offset, re-delivery exposure) of one group's queues."""
@@ -44,7 +44,7 @@ def _exposure(offsets: Offsets, mq: MessageQueue) -> tuple[int | None, int]:
 
 
 class Moves:
-    """Movement and re-delivery exposure per pair of plans, computed once per group.
+    """What moves between pairs of plans, worked out once per group.
 
     Without split views a side's effective shares are its true plans (the same objects), so the movement table
     and the comparison's "current" row ask for the same pair; they share the answer.
@@ -53,16 +53,14 @@ class Moves:
     def __init__(self, offsets: Offsets) -> None:
         self.offsets = offsets
         # keyed by the plans' ids; the entry keeps both plans alive, so an id cannot be reused by another plan
-        self.found: dict[tuple[int, int], tuple[Plan, Plan, Movement, int]] = {}
+        self.found: dict[tuple[int, int], tuple[TopicPlan, TopicPlan, Change]] = {}
 
-    def __call__(self, old: Plan, new: Plan) -> tuple[Movement, int]:
+    def __call__(self, old: TopicPlan, new: TopicPlan) -> Change:
         key = (id(old), id(new))
         found = self.found.get(key)
         if found is None:
-            change = movement(old, new)
-            found = (old, new, change, sum(_exposure(self.offsets, mq)[1] for mq in change.moved))
-            self.found[key] = found
-        return found[2], found[3]
+            found = self.found[key] = (old, new, change(old, new))
+        return found[2]
 
 
 def queue_set(side: Side, topic: str) -> set[MessageQueue]:
@@ -73,112 +71,44 @@ def compare_sides(before: Side, after: Side, moves: Moves, out: Tables) -> tuple
     """Movement rows per topic; returns the group's (moved, minimum, exposure, paused)."""
     totals = [0, 0, 0, 0]
     broadcasting = BROADCASTING in (before.model, after.model)
-    no_plan: Plan = {}
     for topic in sorted(set(before.inputs) | set(after.inputs), key=java_string_key):
         queues_after = len(after.inputs[topic].mq_all) if topic in after.inputs else 0
         removed = len(queue_set(before, topic) - queue_set(after, topic))
         # a broadcasting group has every consumer read every queue: nothing moves between consumers
-        old, new = (no_plan, no_plan) if broadcasting else (before.shares.get(topic, {}), after.shares.get(topic, {}))
-        change, exposed_total = moves(old, new)
-        moved, minimum = change.moved, change.minimum
-        for mq in moved:
-            committed, exposed = _exposure(moves.offsets, mq)
-            out["moved_queues"].append(
-                MovedQueueRow(
-                    topic=topic,
-                    broker=mq.broker_name,
-                    queue_id=mq.queue_id,
-                    owner_before=change.owner_before.get(mq),
-                    owner_after=change.owner_after.get(mq),
-                    committed_offset=committed,
-                    exposure=exposed,
-                )
-            )
-        paused = len(moved) + after.unowned.get(topic, 0)
+        old, new = (
+            (NO_PLAN, NO_PLAN)
+            if broadcasting
+            else (before.shares.get(topic, NO_PLAN), after.shares.get(topic, NO_PLAN))
+        )
+        found = moves(old, new)
+        moved, minimum = len(found.moved), found.minimum
+        offsets = [_exposure(moves.offsets, mq) for mq in found.moved]
+        exposures = [exposed for _, exposed in offsets]
+        exposed_total = sum(exposures)
+        out["moved_queues"].extend_columns(
+            moved,
+            topic=repeat(topic, moved),
+            broker=[mq.broker_name for mq in found.moved],
+            queue_id=[mq.queue_id for mq in found.moved],
+            owner_before=found.owner_before,
+            owner_after=found.owner_after,
+            committed_offset=[committed for committed, _ in offsets],
+            exposure=exposures,
+        )
+        paused = moved + after.unowned.get(topic, 0)
         out["movement"].append(
             MovementRow(
                 topic=topic,
                 queues=queues_after,
-                moved=len(moved),
+                moved=moved,
                 minimum=minimum,
-                moved_share=len(moved) / queues_after if queues_after else 0.0,
+                moved_share=moved / queues_after if queues_after else 0.0,
                 minimum_share=minimum / queues_after if queues_after else 0.0,
                 removed=removed,
                 paused=paused,
                 exposure=exposed_total,
             )
         )
-        for position, value in enumerate((len(moved), minimum, exposed_total, paused)):
+        for position, value in enumerate((moved, minimum, exposed_total, paused)):
             totals[position] += value
     return totals[0], totals[1], totals[2], totals[3]
-
-
-def _true_plans(strategy: AllocateMessageQueueStrategy, group: str, side: Side) -> ViewPlans:
-    """The plans of ``strategy`` over the side's topics (the side's own, already made, when it is its strategy)."""
-    if strategy is side.strategy and side.plans is not None:
-        return side.plans
-    return ViewPlans(strategy, group, {topic: data.mq_all for topic, data in side.inputs.items()})
-
-
-def _true_plan(plans: ViewPlans, side: Side, topic: str) -> Plan:
-    """The plan of ``topic`` on the side's true member list; the strategy's refusal raises ``ValueError``."""
-    data = side.inputs.get(topic)
-    if data is None or not data.cid_all:
-        return {}
-    return plans.checked(data.cid_all, topic)
-
-
-def _max_skew(totals: Mapping[str, int]) -> float:
-    """The busiest consumer's queues over all topics against the group's mean (the skew table's measure)."""
-    mean = sum(totals.values()) / len(totals) if totals else 0.0
-    return max(totals.values()) / mean if mean else 1.0  # no queue held: no skew, as the skew table says
-
-
-def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables) -> None:
-    """The same membership and route change under each compared strategy and the group's current one.
-
-    Each topic's figures come from the plans the group's consumers would make (all topics in one call for a
-    strategy that spans them); ``max_skew`` is over the topics together, which is what such a strategy balances.
-    """
-    if BROADCASTING in (before.model, after.model) or before.strategy is None or after.strategy is None:
-        return
-    candidates: list[tuple[str, bool, AllocateMessageQueueStrategy, AllocateMessageQueueStrategy]] = [
-        (name, False, parse_strategy(name, None), parse_strategy(name, None)) for name in COMPARED_STRATEGIES
-    ]
-    candidates.append(("current", True, before.strategy, after.strategy))
-    topics = sorted(set(before.inputs) | set(after.inputs), key=java_string_key)
-    done: dict[tuple[int, int], dict[str, Any]] = {}  # figures per strategy pair, after the label columns
-    for label, current, old_strategy, new_strategy in candidates:
-        pair = (id(old_strategy), id(new_strategy))
-        if pair not in done:  # else the group's current strategy is one of the compared ones: same figures
-            old_plans, new_plans = _true_plans(old_strategy, group, before), _true_plans(new_strategy, group, after)
-            queues = moved = minimum = exposed_total = 0
-            worst = 1.0
-            failed = False
-            totals: dict[str, int] = {}
-            for topic in topics:
-                try:
-                    old = _true_plan(old_plans, before, topic)
-                    new = _true_plan(new_plans, after, topic)
-                except (ValueError, TypeError):
-                    failed = True
-                    continue
-                change, exposed = moves(old, new)
-                queues += len(after.inputs[topic].mq_all) if topic in after.inputs else 0
-                moved += len(change.moved)
-                minimum += change.minimum
-                exposed_total += exposed
-                worst = max(worst, balance(new).max_over_avg)
-                for cid, share in new.items():
-                    totals[cid] = totals.get(cid, 0) + len(share)
-            done[pair] = {
-                "queues": queues,
-                "moved": moved,
-                "minimum": minimum,
-                "moved_share": moved / queues if queues else 0.0,
-                "max_over_avg": worst,
-                "max_skew": _max_skew(totals),
-                "exposure": exposed_total,
-                "failed": failed,
-            }
-        out["comparison"].append(ComparisonRow(strategy=label, current=current, **done[pair]))

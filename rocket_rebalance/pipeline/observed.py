@@ -17,7 +17,7 @@ Observed rows of consumers that did not report are still facts (they hold those 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rocket_rebalance.model import MessageQueue, java_string_key, sort_client_ids
@@ -121,7 +121,10 @@ def check_observed(side: Side, data: Data | None, out: Tables) -> int | None:
         # a share is bucketed by its queues' topics: CONFIG hands out its configured queues whatever the topic
         shares: dict[str, set[MessageQueue]] = defaultdict(set)
         for topic in computable:
-            share = routes[topic] if side.model == BROADCASTING else side.true_plans.get(topic, {}).get(cid, ())
+            if side.model == BROADCASTING:
+                share: Iterable[MessageQueue] = routes[topic]
+            else:
+                share = side.true_plans[topic].shares.get(cid, ()) if topic in side.true_plans else ()
             for mq in share:
                 shares[mq.topic].add(mq)
         for topic in computable:  # a topic whose share cannot be computed is left out: the computed side says why

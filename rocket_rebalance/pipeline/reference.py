@@ -17,7 +17,7 @@ from typing import Any
 
 from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
 from rocket_rebalance.pipeline.movement import offsets_from_rows
-from rocket_rebalance.pipeline.rows import as_dicts
+from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, OUTPUT_TABLES, check_snapshot
 from rocket_rebalance.pipeline.validate import (
@@ -200,29 +200,37 @@ def assemble_groups(before: Tables, after: Tables | None, compare: bool) -> list
     return rows
 
 
-def flatten(results: Iterable[Mapping[str, Any]]) -> Tables:
-    """Per-group results into flat tables, each row a dict with its ``group`` first."""
+def flatten(results: Iterable[RowTables]) -> Tables:
+    """Analysed tables into flat tables, each row a dict with its ``group`` first."""
     tables: Tables = {name: [] for name in OUTPUT_TABLES}
     for result in results:
-        named = as_dicts(result)
-        for name in OUTPUT_TABLES:
-            tables[name].extend({"group": named["group"], **row} for row in named[name])
+        for name, table in result.items():
+            names = ("group", *table.fields)
+            tables[name].extend(dict(zip(names, row, strict=True)) for row in zip(*table.columns, strict=True))
     return tables
 
 
 def _results(
-    snapshot: Path, after: Path | None, scenario: Scenario | None, rejected: list[Row]
-) -> Iterator[dict[str, Any]]:
+    snapshot: Path, after: Path | None, scenario: Scenario | None, rejected: list[Row], chunk: int
+) -> Iterator[RowTables]:
+    """The analysis' tables, ``chunk`` groups at a time (the garbage collector paused while a chunk is analysed,
+    as the Spark workers do)."""
     before = _split("before", read_snapshot(snapshot, BEFORE_TABLES, OPTIONAL_TABLES), rejected)
     after_tables = _split("after", read_snapshot(after, AFTER_TABLES), rejected) if after is not None else None
     compare = after is not None or scenario is not None
-    return (analyze_group(row, scenario, compare) for row in assemble_groups(before, after_tables, compare))
+    rows = iter(assemble_groups(before, after_tables, compare))
+    while batch := list(itertools.islice(rows, chunk)):
+        tables = RowTables()
+        with gc_paused():
+            for row in batch:
+                analyze_group(row, scenario, compare, tables)
+        yield tables
 
 
 def run_reference(snapshot: Path, after: Path | None = None, scenario: Scenario | None = None) -> Tables:
     """The whole analysis in this process; returns the output tables (``rejected`` includes row-level checks)."""
     rejected: list[Row] = []
-    flat = flatten(_results(snapshot, after, scenario, rejected))
+    flat = flatten(_results(snapshot, after, scenario, rejected, 2_000))
     flat["rejected"] = rejected + flat["rejected"]
     return flat
 
@@ -244,16 +252,10 @@ def write_reference(
     writers = TableWriters(str(out), "part-00000")
     rejected: list[Row] = []
     try:
-        results = _results(snapshot, after, scenario, rejected)
-        while True:
-            with gc_paused():  # as the Spark workers do, a chunk of groups at a time
-                batch = list(itertools.islice(results, chunk))
-                for name in OUTPUT_TABLES:
-                    writers.write(name, [(result["group"], *row) for result in batch for row in result[name]])
-            if len(batch) < chunk:
-                break
-        columns = [f.name for f in TABLE_FIELDS["rejected"]]
-        writers.write("rejected", [tuple(row[c] for c in columns) for row in rejected])
+        for tables in _results(snapshot, after, scenario, rejected, chunk):
+            for name, table in tables.items():
+                writers.write(name, table.columns)
+        writers.write("rejected", [[row[f.name] for row in rejected] for f in TABLE_FIELDS["rejected"]])
         writers.close()
     except BaseException:
         writers.abort()

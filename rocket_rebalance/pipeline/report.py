@@ -1,25 +1,29 @@
 """The human report: a Markdown page with PNG charts, because operators would rather look than read.
 
-The report is drawn from :class:`ReportData`, a handful of small aggregates. The Spark job computes them with Spark
-(the fleet never comes to the driver, only these few hundred numbers do); :func:`report_data_from_tables` computes
-the same from in-memory tables for the plain-Python reference.
+The report is drawn from :class:`ReportData`, a handful of small aggregates. The executors compute them as
+:class:`ReportParts` from the rows they write and the driver adds the parts up (the fleet never comes to the
+driver, only these few hundred numbers do).
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import heapq
+import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rocket_rebalance.pipeline.rows import Table
 
 __all__ = [
     "BUCKET_WIDTH",
     "CHARTS_FOLDER",
     "CHART_FILES",
     "ReportData",
+    "ReportParts",
     "bucket",
-    "report_data_from_tables",
     "write_report",
 ]
 
@@ -52,68 +56,153 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
 
 
-def report_data_from_tables(tables: Mapping[str, Sequence[Mapping[str, Any]]], title: str, compare: bool) -> ReportData:
-    """The report's aggregates from flat output tables held in memory (the reference path)."""
-    side = "after" if compare else "before"
-    groups = tables["groups"]
-    histogram = Counter(
-        bucket(r["max_over_avg"]) for r in tables["balance"] if r["side"] == side and r["consumers"] and r["queues"]
-    )
-    per_strategy: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"groups": 0, "queues": 0, "moved": 0, "minimum": 0, "exposure": 0}
-    )
-    for row in tables["comparison"]:
-        entry = per_strategy[row["strategy"]]
-        entry["groups"] += 1
-        for key in ("queues", "moved", "minimum", "exposure"):
-            entry[key] += row[key]
-    strategies = [{"strategy": name, **values} for name, values in sorted(per_strategy.items())]
-    top = sorted(groups, key=lambda r: (-r["exposure"], -r["moved"], r["group"]))[:TOP]
-    reasons = Counter((r["side"], r["kind"], r["reason"]) for r in tables["violations"])
-    rejected = Counter((r["side"], r["table"], r["reason"]) for r in tables["rejected"])
-    totals = fleet_totals(
-        groups, len(tables["rejected"]), Counter((r["side"], r["kind"]) for r in tables["violations"])
-    )
-    return ReportData(
-        title,
-        totals,
-        side,
-        sorted(histogram.items()),
-        strategies,
-        [
-            {k: r[k] for k in ("group", "strategy_before", "strategy_after", "moved", "minimum", "exposure", "paused")}
-            for r in top
-        ],
-        [
-            {"side": s, "kind": k, "reason": reason, "count": n}
-            for (s, k, reason), n in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:TOP]
-        ],
-        [
-            {"side": s, "table": t, "reason": reason, "count": n}
-            for (s, t, reason), n in sorted(rejected.items(), key=lambda item: (-item[1], item[0]))[:TOP]
-        ],
-    )
+SUMS = (
+    "consumers_before",
+    "queues_before",
+    "moved",
+    "minimum",
+    "exposure",
+    "paused",
+    "observed_violations",
+)
+"""Columns of the ``groups`` table the fleet totals add up (a null counts as 0)."""
+
+TOP_COLUMNS = ("group", "strategy_before", "strategy_after", "moved", "minimum", "exposure", "paused")
+"""The ``groups`` columns of the top groups by exposure."""
+
+STRATEGY_SUMS = ("queues", "moved", "minimum", "exposure")
+"""Columns of the ``comparison`` table added up per strategy."""
 
 
-def fleet_totals(
-    groups: Sequence[Mapping[str, Any]], rejected: int, violations: Mapping[tuple[str, str], int]
-) -> dict[str, Any]:
-    """Fleet-wide sums over the ``groups`` table (shared by both paths, so the two reports say the same)."""
-    totals: dict[str, Any] = {
-        "groups": len(groups),
-        "groups_rebalancing": sum(1 for r in groups if r["rebalances"]),
-        "consumers_before": sum(r["consumers_before"] or 0 for r in groups),
-        "queues_before": sum(r["queues_before"] or 0 for r in groups),
-        "moved": sum(r["moved"] for r in groups),
-        "minimum": sum(r["minimum"] for r in groups),
-        "exposure": sum(r["exposure"] for r in groups),
-        "paused": sum(r["paused"] for r in groups),
-        "observed_violations": sum(r["observed_violations"] or 0 for r in groups),
-        "rejected_rows": rejected,
-    }
-    for (side, kind), count in sorted(violations.items()):
-        totals[f"{kind}_{side}"] = count
-    return totals
+def _top_key(row: Sequence[Any]) -> tuple[int, int, str]:
+    return (-row[5], -row[3], row[0])  # exposure, moved (both descending), then the group
+
+
+@dataclass
+class ReportParts:
+    """The report's aggregates over the output rows of some groups, kept so that parts over disjoint groups add
+    up: each executor task computes one from the rows it writes and the driver merges them, so no Spark job reads
+    the written tables back (those jobs took a quarter of a 10,000-group run; benchmarks/RESULTS.md).
+
+    ``side`` is the side whose balance the histogram shows (after when comparing)."""
+
+    side: str
+    groups: int = 0
+    rebalancing: int = 0
+    sums: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SUMS, 0))
+    violations: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (side, kind, reason)
+    histogram: Counter[float] = field(default_factory=Counter)
+    strategies: dict[str, list[int]] = field(default_factory=dict)  # groups, then STRATEGY_SUMS
+    top: list[tuple[Any, ...]] = field(default_factory=list)  # TOP_COLUMNS, at most TOP, best first
+    rejected: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (side, table, reason)
+
+    def add(self, tables: Mapping[str, Table]) -> None:
+        """Add the rows of ``tables`` (an analysed batch of groups)."""
+        groups = tables["groups"]
+        column = _columns(groups)
+        self.groups += len(groups)
+        self.rebalancing += sum(column["rebalances"])
+        for name in SUMS:
+            self.sums[name] += sum(filter(None, column[name]))
+        rows = zip(*(column[name] for name in TOP_COLUMNS), strict=True)
+        self.top = heapq.nsmallest(TOP, [*self.top, *rows], key=_top_key)
+        violations = _columns(tables["violations"])
+        self.violations.update(zip(violations["side"], violations["kind"], violations["reason"], strict=True))
+        balance = _columns(tables["balance"])
+        self.histogram.update(
+            bucket(worst)
+            for side, consumers, queues, worst in zip(
+                balance["side"], balance["consumers"], balance["queues"], balance["max_over_avg"], strict=True
+            )
+            if side == self.side and consumers and queues
+        )
+        comparison = _columns(tables["comparison"])
+        for strategy, *values in zip(comparison["strategy"], *(comparison[n] for n in STRATEGY_SUMS), strict=True):
+            entry = self.strategies.setdefault(strategy, [0] * (1 + len(STRATEGY_SUMS)))
+            entry[0] += 1
+            for position, value in enumerate(values, 1):
+                entry[position] += value
+        rejected = _columns(tables["rejected"])
+        self.rejected.update(zip(rejected["side"], rejected["table"], rejected["reason"], strict=True))
+
+    def merge(self, other: ReportParts) -> None:
+        """Add another part (over other groups)."""
+        self.groups += other.groups
+        self.rebalancing += other.rebalancing
+        for name, value in other.sums.items():
+            self.sums[name] += value
+        self.violations.update(other.violations)
+        self.histogram.update(other.histogram)
+        for strategy, values in other.strategies.items():
+            entry = self.strategies.setdefault(strategy, [0] * len(values))
+            self.strategies[strategy] = [a + b for a, b in zip(entry, values, strict=True)]
+        self.top = heapq.nsmallest(TOP, [*self.top, *other.top], key=_top_key)
+        self.rejected.update(other.rejected)
+
+    def to_json(self) -> str:
+        """The part as one JSON text, as a task hands it to the driver."""
+        return json.dumps(
+            {
+                "side": self.side,
+                "groups": self.groups,
+                "rebalancing": self.rebalancing,
+                "sums": self.sums,
+                "violations": [[*key, count] for key, count in self.violations.items()],
+                "histogram": [[edge, count] for edge, count in self.histogram.items()],
+                "strategies": self.strategies,
+                "top": [list(row) for row in self.top],
+                "rejected": [[*key, count] for key, count in self.rejected.items()],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ReportParts:
+        found = json.loads(text)
+        return cls(
+            found["side"],
+            found["groups"],
+            found["rebalancing"],
+            found["sums"],
+            Counter({(side, kind, reason): count for side, kind, reason, count in found["violations"]}),
+            Counter({edge: count for edge, count in found["histogram"]}),
+            found["strategies"],
+            [tuple(row) for row in found["top"]],
+            Counter({(side, table, reason): count for side, table, reason, count in found["rejected"]}),
+        )
+
+    def data(self, title: str) -> ReportData:
+        """The report's data: fleet totals, histogram, strategies, top groups and the reasons counted."""
+        totals: dict[str, Any] = {"groups": self.groups, "groups_rebalancing": self.rebalancing, **self.sums}
+        totals["rejected_rows"] = sum(self.rejected.values())
+        by_kind: Counter[tuple[str, str]] = Counter()
+        for (side, kind, _), count in self.violations.items():
+            by_kind[(side, kind)] += count
+        for (side, kind), count in sorted(by_kind.items()):
+            totals[f"{kind}_{side}"] = count
+        return ReportData(
+            title,
+            totals,
+            self.side,
+            sorted(self.histogram.items()),
+            [
+                {"strategy": name, **dict(zip(("groups", *STRATEGY_SUMS), values, strict=True))}
+                for name, values in sorted(self.strategies.items())
+            ],
+            [dict(zip(TOP_COLUMNS, row, strict=True)) for row in self.top],
+            _counted(self.violations, ("side", "kind", "reason")),
+            _counted(self.rejected, ("side", "table", "reason")),
+        )
+
+
+def _columns(table: Table) -> dict[str, list[Any]]:
+    """A table's columns by name, ``group`` included."""
+    return dict(zip(("group", *table.fields), table.columns, strict=True))
+
+
+def _counted(counts: Counter[tuple[str, str, str]], names: tuple[str, str, str]) -> list[dict[str, Any]]:
+    """The ``TOP`` most frequent keys, most frequent first (then by key), with their counts."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP]
+    return [{**dict(zip(names, key, strict=True)), "count": count} for key, count in ranked]
 
 
 def _charts(data: ReportData, folder: Path) -> list[tuple[str, str]]:

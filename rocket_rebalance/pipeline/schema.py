@@ -10,6 +10,7 @@ batches directly and the Spark schema is derived from them, so the two cannot dr
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,8 @@ __all__ = [
     "Column",
     "TableSpec",
     "check_snapshot",
-    "struct_of_rows",
+    "record_batch",
+    "struct_of_columns",
 ]
 
 
@@ -291,9 +293,13 @@ OUTPUT_TABLES: dict[str, list[pa.Field]] = {
 """Each output table's columns except ``group``, which every table has first."""
 
 
-def struct_of_rows(rows: list[tuple[object, ...]], fields: list[pa.Field]) -> pa.StructArray:
-    """Rows (tuples of the columns in ``fields`` order) as one Arrow struct array, built a column at a time."""
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(fields)
+def struct_of_columns(columns: Sequence[Sequence[object]], fields: list[pa.Field]) -> pa.StructArray:
+    """Columns (in ``fields`` order, of equal length) as one Arrow struct array."""
     return pa.StructArray.from_arrays(
         [pa.array(column, type=field.type) for column, field in zip(columns, fields, strict=True)], fields=fields
     )
+
+
+def record_batch(columns: Sequence[Sequence[object]], fields: list[pa.Field]) -> pa.RecordBatch:
+    """Columns (in ``fields`` order, of equal length) as one Arrow record batch of those fields."""
+    return pa.RecordBatch.from_struct_array(struct_of_columns(columns, fields))

@@ -15,7 +15,8 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import attrgetter, ne
 from typing import Any
 
 from rocket_rebalance.model import (
@@ -27,12 +28,14 @@ from rocket_rebalance.model import (
     prepare_rebalance_input,
     sort_client_ids,
 )
-from rocket_rebalance.pipeline.rows import AssignmentRow, BalanceRow, RejectedRow, SkewRow, Tables, ViolationRow
+from rocket_rebalance.pipeline.placement import TopicPlan
+from rocket_rebalance.pipeline.rows import BalanceRow, RejectedRow, Tables, ViolationRow
 from rocket_rebalance.pipeline.settings import BROADCASTING, CLUSTERING, MESSAGE_MODELS, parse_strategy
 from rocket_rebalance.pipeline.views import resolve_views
-from rocket_rebalance.plan import Plan, balance, by_topic, plan
+from rocket_rebalance.plan import Plan, by_topic, plan
 from rocket_rebalance.route import QueueData, RouteError, TopicRoute
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, spans_topics
+from rocket_rebalance.strategies.base import Owners, plan_owners
 
 __all__ = [
     "DEFAULT_PERM",
@@ -53,6 +56,9 @@ DEFAULT_PERM = 6
 Data = Mapping[str, Any]
 """One side of a group input row (see :mod:`rocket_rebalance.pipeline.analysis`)."""
 
+_broker = attrgetter("broker_name")
+_queue_id = attrgetter("queue_id")
+
 
 @dataclass
 class Side:
@@ -65,11 +71,11 @@ class Side:
     model: str | None = None
     members: list[str] = field(default_factory=list)  # one entry per consumer process, Java order
     inputs: dict[str, RebalanceInput] = field(default_factory=dict)  # per topic, the true member list
-    shares: dict[str, Plan] = field(default_factory=dict)  # per topic: what each live consumer takes
+    shares: dict[str, TopicPlan] = field(default_factory=dict)  # per topic: what each live consumer takes
     unowned: dict[str, int] = field(default_factory=dict)
     violations: int = 0
     queues: int = 0
-    true_plans: dict[str, Plan] = field(default_factory=dict)  # per topic: the plan on the true member list
+    true_plans: dict[str, TopicPlan] = field(default_factory=dict)  # per topic: the plan on the true member list
     true_errors: dict[str, str] = field(default_factory=dict)
     plans: ViewPlans | None = None  # every member list planned so far under the side's strategy (clustering)
 
@@ -180,6 +186,8 @@ class ViewPlans:
 
     A list the strategy refuses (Java throws and the consumer keeps nothing new) plans to nobody; the error is kept
     for every topic of the refused call. ``queues`` are each topic's queues, sorted as the rebalance sorts them.
+    Plans are :class:`~rocket_rebalance.pipeline.placement.TopicPlan`: by owner per queue position when the
+    strategy says each queue's owner (every compared strategy does), so movement compares them by position.
     """
 
     def __init__(
@@ -187,17 +195,17 @@ class ViewPlans:
     ) -> None:
         self.strategy, self.group, self.queues = strategy, group, queues
         self.spans = spans_topics(strategy)
-        self.plans: dict[tuple[tuple[str, ...], str], Plan] = {}
+        self.plans: dict[tuple[tuple[str, ...], str], TopicPlan] = {}
         self.errors: dict[tuple[tuple[str, ...], str], str] = {}
 
-    def __call__(self, key: tuple[str, ...], topic: str) -> Plan:
+    def __call__(self, key: tuple[str, ...], topic: str) -> TopicPlan:
         found = self.plans.get((key, topic))
         if found is None:
             self._plan(key, list(self.queues) if self.spans else [topic])
             found = self.plans[(key, topic)]
         return found
 
-    def checked(self, key: tuple[str, ...], topic: str) -> Plan:
+    def checked(self, key: tuple[str, ...], topic: str) -> TopicPlan:
         """The plan of ``topic`` on the list ``key``; the strategy's refusal raised as ``ValueError``."""
         found = self(key, topic)
         error = self.errors.get((key, topic))
@@ -206,19 +214,31 @@ class ViewPlans:
         return found
 
     def _plan(self, key: tuple[str, ...], topics: list[str]) -> None:
-        if len(topics) == 1:
-            mq_all = self.queues[topics[0]]
-        else:  # sorted topics of sorted queues: one sorted list, as the consumers' own sort makes it
-            ordered = sorted(topics, key=java_string_key)
-            mq_all = QueueList.trusted(chain.from_iterable(self.queues[topic] for topic in ordered))
+        if len(topics) > 1:  # sorted topics of sorted queues: one sorted list, as the consumers' own sort makes it
+            topics = sorted(topics, key=java_string_key)
+        mq_all = (
+            self.queues[topics[0]]
+            if len(topics) == 1
+            else QueueList.trusted(chain.from_iterable(self.queues[topic] for topic in topics))
+        )
+        owners: Owners | None = None
         whole: Plan = {}
         if key:
             try:
-                whole = plan(self.strategy, self.group, mq_all, key)
+                owners = plan_owners(self.strategy, self.group, mq_all, key)
+                if owners is None:
+                    whole = plan(self.strategy, self.group, mq_all, key)
             except (ValueError, TypeError) as error:
                 self.errors.update({(key, topic): str(error) for topic in topics})
-        for topic, part in by_topic(whole, topics).items():
-            self.plans[(key, topic)] = part
+        if owners is not None:
+            end = 0
+            for topic in topics:
+                queues = self.queues[topic]
+                start, end = end, end + len(queues)
+                self.plans[(key, topic)] = TopicPlan.placed(queues, key, owners[start:end])
+        else:
+            for topic, part in by_topic(whole, topics).items():
+                self.plans[(key, topic)] = TopicPlan.given(self.queues[topic], part)
 
 
 # ---- the side --------------------------------------------------------------------------------------------------
@@ -234,7 +254,7 @@ class _SideWork:
         self.group, self.side, self.members, self.out = group, side, members, out
         assert side.strategy is not None
         self.plans = side.plans = ViewPlans(side.strategy, group, queues)
-        self.multiplicity = Counter(side.members)
+        self.multiplicity: Counter[str | None] = Counter(side.members)
         self.member_input = prepare_rebalance_input((), side.members, warn=False)  # the same list for every topic
         self.skew_totals: dict[str, int] = dict.fromkeys(side.members, 0)
         self.unknown: dict[str, str] = {}
@@ -242,24 +262,29 @@ class _SideWork:
     def violation(self, **columns: Any) -> None:
         self.out["violations"].append(ViolationRow(side=self.side.name, **columns))
 
-    def assign(self, topic: str, queues: Iterable[MessageQueue], owner: str) -> None:
-        name = self.side.name
-        self.out["assignments"].extend(
-            [
-                AssignmentRow(side=name, topic=topic, broker=mq.broker_name, queue_id=mq.queue_id, owner=owner)
-                for mq in queues
-            ]
+    def about(self, topic: str | None, count: int) -> dict[str, Iterable[Any]]:
+        """The ``side`` and ``topic`` columns of ``count`` rows of this side about ``topic``."""
+        return {"side": repeat(self.side.name, count), "topic": repeat(topic, count)}
+
+    def assign(self, topic: str, held: list[tuple[str, list[MessageQueue]]]) -> None:
+        """An assignment row for each queue each consumer process takes, in member order, added column by column."""
+        queues = list(chain.from_iterable(share for _, share in held))
+        count = len(queues)
+        self.out["assignments"].extend_columns(
+            count,
+            **self.about(topic, count),
+            broker=map(_broker, queues),
+            queue_id=map(_queue_id, queues),
+            owner=chain.from_iterable(repeat(cid, len(share)) for cid, share in held),
         )
 
-    def balance_row(self, topic: str, shares: Plan) -> None:
-        self.out["balance"].append(
-            BalanceRow(self.side.name, topic, *balance(shares))
-        )  # Balance's fields are the columns
+    def balance_row(self, topic: str, shares: TopicPlan) -> None:
+        self.out["balance"].append(BalanceRow(self.side.name, topic, *shares.balance()))  # Balance's fields are columns
 
     def topic(self, topic: str, mq_all: QueueList) -> None:
         """Plan one topic, record what each consumer takes and what goes wrong."""
         side = self.side
-        true_input = self.member_input._replace(mq_all=mq_all)
+        true_input = RebalanceInput(mq_all, self.member_input.cid_all, self.member_input.duplicate_client_ids)
         side.inputs[topic] = true_input
         side.queues += len(mq_all)
         if side.model == BROADCASTING:
@@ -272,59 +297,69 @@ class _SideWork:
         if plan_error is not None:
             side.true_errors[topic] = plan_error
         held, effective, split = self.held(topic, true_key)
-        if not split and plan_error is None:
-            effective = true_plan  # everyone planned on the true list: the same shares, and one object to compare
-        side.shares[topic] = effective
-        self.ownership(topic, mq_all, held, true_plan, plan_error)
+        # everyone planned on the true list: the same shares, and one object to compare
+        whole = not split and plan_error is None
+        shares = true_plan if whole else TopicPlan.given(mq_all, effective)
+        side.shares[topic] = shares
+        self.ownership(topic, mq_all, held, true_plan, plan_error, true_plan.owners if whole else None)
         if plan_error is None and not self.plans.spans:
             self.idle(topic, len(mq_all), lambda cid: bool(effective.get(cid)))
-        self.balance_row(topic, effective)
-        for cid, share in effective.items():
-            self.skew_totals[cid] += len(share)
+        self.balance_row(topic, shares)
+        for cid, load in zip(shares.consumers, shares.loads(), strict=True):
+            self.skew_totals[cid] += load
 
     def broadcast(self, topic: str, mq_all: QueueList) -> None:
         """Every consumer of a broadcasting group reads every queue: no violation, nothing to plan."""
         shares: Plan = {cid: list(mq_all) for cid in self.side.members}
+        self.assign(topic, [(cid, shares[cid]) for cid in self.side.members])
         for cid in self.side.members:
-            self.assign(topic, mq_all, cid)
             self.skew_totals[cid] += len(mq_all)
-        self.side.shares[topic] = shares
-        self.balance_row(topic, shares)
+        self.side.shares[topic] = placed = TopicPlan.given(mq_all, shares)
+        self.balance_row(topic, placed)
 
     def held(self, topic: str, true_key: ClientIdList) -> tuple[list[tuple[str, list[MessageQueue]]], Plan, bool]:
         """What each consumer process takes from its own view, in member order; the effective plan; whether any
         consumer planned on a list of its own (a split view)."""
         held: list[tuple[str, list[MessageQueue]]] = []
         effective: Plan = {}
-        view_keys: dict[tuple[str, ...], ClientIdList] = {}  # a stale view is usually shared by many members
+        true_shares = self.plans(true_key, topic).shares
+        view_shares: dict[tuple[str, ...], Plan] = {}  # a stale view is usually shared by many members
         for member in self.members:
             cid = member["client_id"]
             view = member.get("view")
-            key: ClientIdList
             if view is None:
-                key = true_key
+                shares = true_shares
             else:
                 raw = tuple(view)
-                key = view_keys.get(raw) or view_keys.setdefault(
-                    raw, prepare_rebalance_input((), raw, warn=False).cid_all
-                )
-            share = self.plans(key, topic).get(cid, [])
+                found = view_shares.get(raw)
+                if found is None:
+                    key = prepare_rebalance_input((), raw, warn=False).cid_all
+                    found = view_shares[raw] = self.plans(key, topic).shares
+                shares = found
+            share = shares.get(cid, [])
             effective.setdefault(cid, share)
             held.append((cid, share))
-            self.assign(topic, share, cid)
-        return held, effective, bool(view_keys)
+        self.assign(topic, held)
+        return held, effective, bool(view_shares)
 
     def ownership(
         self,
         topic: str,
         mq_all: QueueList,
         held: list[tuple[str, list[MessageQueue]]],
-        true_plan: Plan,
+        true_plan: TopicPlan,
         plan_error: str | None,
+        owners: Owners | None,
     ) -> None:
-        """A violation row for each queue with no owner or more than one, with the reason it has."""
-        holder_count = Counter(chain.from_iterable(share for _, share in held))
-        odd = [mq for mq in mq_all if holder_count.get(mq) != 1]  # usually none: holders are listed for these only
+        """A violation row for each queue with no owner or more than one, with the reason it has. ``owners``:
+        each queue's owner when every consumer took its share of the true plan, whose holders are then the copies
+        of that owner (counted without a dictionary of queues)."""
+        if owners is not None:
+            # a queue is held by the copies of its owner (an unowned queue's owner, None, has none)
+            odd = list(compress(mq_all, map(ne, map(self.multiplicity.get, owners), repeat(1))))
+        else:
+            holder_count = Counter(chain.from_iterable(share for _, share in held))
+            odd = [mq for mq in mq_all if holder_count.get(mq) != 1]  # usually none: holders are listed for these
         taken: dict[MessageQueue, list[str]] = {mq: [] for mq in odd}
         true_count: Counter[MessageQueue] = Counter()
         if odd:
@@ -332,7 +367,7 @@ class _SideWork:
                 for mq in share:
                     if mq in taken:
                         taken[mq].append(cid)
-            for cid, share in true_plan.items():
+            for cid, share in true_plan.shares.items():
                 for mq in share:
                     true_count[mq] += self.multiplicity[cid]
         unowned = 0
@@ -361,13 +396,20 @@ class _SideWork:
         one topic (``topic``), or for a strategy that spans topics those of all of them (``topic`` None)."""
         true_key = self.member_input.cid_all
         seen_sets: dict[tuple[str, ...], frozenset[str]] = {}
+        true_seen = frozenset(true_key)
+        idle: list[str] = []
+        reasons: list[str] = []
         for member in self.members:
             cid = member["client_id"]
             if holds(cid) or cid in self.unknown:
                 continue
             view = member.get("view")
-            raw = true_key if view is None else tuple(view)
-            seen = seen_sets.get(raw) or seen_sets.setdefault(raw, frozenset(raw))
+            raw: tuple[str, ...]
+            if view is None:
+                raw, seen = true_key, true_seen
+            else:
+                raw = tuple(view)
+                seen = seen_sets.get(raw) or seen_sets.setdefault(raw, frozenset(raw))
             if cid not in seen:
                 why = "the consumer is missing from its own view of the members"
             elif len(seen) > queues:
@@ -376,9 +418,19 @@ class _SideWork:
                 why = f"duplicate client ID: {len(raw)} members listed for {queues} queues, {len(seen)} distinct"
             else:
                 why = "the strategy gives the consumer no queue"
-            self.violation(
-                topic=topic, broker=None, queue_id=None, kind="idle_consumer", owners=[], client_id=cid, reason=why
-            )
+            idle.append(cid)
+            reasons.append(why)
+        count = len(idle)
+        self.out["violations"].extend_columns(
+            count,
+            **self.about(topic, count),
+            broker=repeat(None, count),
+            queue_id=repeat(None, count),
+            kind=repeat("idle_consumer", count),
+            owners=[[] for _ in idle],
+            client_id=idle,
+            reason=reasons,
+        )
 
     def idle_over_topics(self) -> None:
         """For a strategy that spans topics (CROSS_TOPIC): one ``idle_consumer`` row (no topic) for each consumer
@@ -399,17 +451,17 @@ class _SideWork:
         if not totals:
             return
         mean = sum(totals.values()) / len(totals)
-        for cid in sort_client_ids(totals):
-            total = totals[cid]
-            self.out["skew"].append(
-                SkewRow(
-                    side=self.side.name,
-                    client_id=cid,
-                    queues=total,
-                    fair_share=mean,
-                    skew=total / mean if mean else 1.0,
-                )
-            )
+        cids = sort_client_ids(totals)
+        queues = list(map(totals.__getitem__, cids))
+        count = len(cids)
+        self.out["skew"].extend_columns(
+            count,
+            side=repeat(self.side.name, count),
+            client_id=cids,
+            queues=queues,
+            fair_share=repeat(mean, count),
+            skew=[total / mean for total in queues] if mean else repeat(1.0, count),
+        )
 
 
 def analyze_side(group: str, name: str, data: Data | None, out: Tables, known: Sequence[Sequence[str]] = ()) -> Side:

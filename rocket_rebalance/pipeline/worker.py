@@ -26,10 +26,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rocket_rebalance.pipeline.analysis import Offsets, Scenario, analyze_group, exposure, gc_paused
-from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, struct_of_rows
+from rocket_rebalance.pipeline.report import ReportParts
+from rocket_rebalance.pipeline.rows import Tables
+from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, record_batch, struct_of_columns
 
 __all__ = [
     "COUNT_SCHEMA",
+    "REPORT_TAG",
     "ROWS_SCHEMA",
     "TableWriters",
     "analyze_rows",
@@ -41,8 +44,14 @@ __all__ = [
     "write_batches",
 ]
 
-COUNT_SCHEMA = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.int64())])
-"""What a task returns to Spark: rows written per output table."""
+COUNT_SCHEMA = pa.schema(
+    [pa.field("table", pa.string()), pa.field("rows", pa.int64()), pa.field("report", pa.string())]
+)
+"""What a task returns to Spark: rows written per output table, and one row (table :data:`REPORT_TAG`) whose
+``report`` is the task's :class:`~rocket_rebalance.pipeline.report.ReportParts` as JSON."""
+
+REPORT_TAG = "_report"
+"""The table name of the row that carries a task's report parts (no output table is named so)."""
 
 TABLE_FIELDS = {name: [pa.field("group", pa.string()), *fields] for name, fields in OUTPUT_TABLES.items()}
 """Each output table's columns as written: ``group`` first."""
@@ -51,10 +60,15 @@ TABLE_TAG = "table"
 """The column of :data:`ROWS_SCHEMA` naming the output table of a row."""
 
 ROWS_SCHEMA = pa.schema(
-    [pa.field(TABLE_TAG, pa.string()), *(pa.field(name, pa.struct(f)) for name, f in TABLE_FIELDS.items())]
+    [
+        pa.field(TABLE_TAG, pa.string()),
+        *(pa.field(name, pa.struct(f)) for name, f in TABLE_FIELDS.items()),
+        pa.field("report", pa.string()),
+    ]
 )
 """What a task returns with ``--writer spark``: every output row tagged with its table, its values in that table's
-struct column (the others null). One flat frame, so the analysis runs once and each table is a filter of it."""
+struct column (the others null). One flat frame, so the analysis runs once and each table is a filter of it. Its
+last row (tagged :data:`REPORT_TAG`, every struct null) carries the task's report parts as JSON in ``report``."""
 
 
 def offsets_per_group(column: pa.ListArray) -> list[Offsets | None]:
@@ -75,18 +89,15 @@ def offsets_per_group(column: pa.ListArray) -> list[Offsets | None]:
     ]
 
 
-def analyze_rows(batch: pa.RecordBatch, scenario: Scenario | None, compare: bool) -> dict[str, list[tuple[Any, ...]]]:
-    """Every group of an Arrow batch through :func:`analyze_group`; rows per table with ``group`` first."""
+def analyze_rows(batch: pa.RecordBatch, scenario: Scenario | None, compare: bool) -> Tables:
+    """Every group of an Arrow batch through :func:`analyze_group`, into one set of tables."""
     names = batch.schema.names
     columns = [
         offsets_per_group(batch.column(name)) if name == "offsets" else batch.column(name).to_pylist() for name in names
     ]
-    tables: dict[str, list[tuple[Any, ...]]] = {name: [] for name in OUTPUT_TABLES}
+    tables = Tables()
     for values in zip(*columns, strict=True):
-        result = analyze_group(dict(zip(names, values, strict=True)), scenario, compare)
-        group = result["group"]
-        for name, rows in tables.items():
-            rows.extend([(group, *row) for row in result[name]])
+        analyze_group(dict(zip(names, values, strict=True)), scenario, compare, tables)
     return tables
 
 
@@ -102,8 +113,8 @@ class TableWriters:
         self.rows = dict.fromkeys(OUTPUT_TABLES, 0)
         self._writers: dict[str, tuple[pq.ParquetWriter, str]] = {}
 
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Append rows (tuples of ``TABLE_FIELDS[table]``) to the table's part file."""
+    def write(self, table: str, columns: Sequence[Sequence[Any]]) -> None:
+        """Append rows, given as the columns of ``TABLE_FIELDS[table]``, to the table's part file."""
         if table not in self._writers:
             folder = f"{self.base}/{table}.parquet"
             self.fs.create_dir(folder, recursive=True)
@@ -112,15 +123,14 @@ class TableWriters:
                 pq.ParquetWriter(temporary, pa.schema(TABLE_FIELDS[table]), filesystem=self.fs),
                 temporary,
             )
-        if rows:
-            struct = struct_of_rows(list(rows), TABLE_FIELDS[table])
-            self._writers[table][0].write_batch(pa.RecordBatch.from_struct_array(struct))
-            self.rows[table] += len(rows)
+        if columns and columns[0]:
+            self._writers[table][0].write_batch(record_batch(columns, TABLE_FIELDS[table]))
+            self.rows[table] += len(columns[0])
 
     def close(self) -> None:
         """Finish every part file (an empty table still gets one, so its schema is readable) and publish it."""
         for table in OUTPUT_TABLES:
-            self.write(table, ())
+            self.write(table, [])
         for table, (writer, temporary) in self._writers.items():
             writer.close()
             self.fs.move(temporary, f"{self.base}/{table}.parquet/{self.part}.parquet")
@@ -165,16 +175,22 @@ def write_batches(
     per group (``applyInPandas`` per group costs about 1.5 ms a group before any work is done).
     """
     writers = TableWriters(out, part or _task_part())
+    parts = _parts(compare)
     try:
         for batch in batches:
             with gc_paused():
-                for table, rows in analyze_rows(batch, scenario, compare).items():
-                    writers.write(table, rows)
+                tables = analyze_rows(batch, scenario, compare)
+                parts.add(tables)
+                for table, rows in tables.items():
+                    writers.write(table, rows.columns)
         writers.close()
     except BaseException:
         writers.abort()
         raise
-    yield pa.RecordBatch.from_pylist([{"table": t, "rows": n} for t, n in writers.rows.items()], schema=COUNT_SCHEMA)
+    counts = [{"table": t, "rows": n, "report": None} for t, n in writers.rows.items()]
+    yield pa.RecordBatch.from_pylist(
+        [*counts, {"table": REPORT_TAG, "rows": 0, "report": parts.to_json()}], schema=COUNT_SCHEMA
+    )
 
 
 def row_batches(
@@ -183,15 +199,31 @@ def row_batches(
     """``mapInArrow`` body of ``--writer spark``: each Arrow batch of groups analysed, its rows yielded as one
     :data:`ROWS_SCHEMA` batch per table, so the rows of a table lie together (Spark's cache can skip the others'
     batches when a table is selected)."""
+    parts = _parts(compare)
     for batch in batches:
         with gc_paused():
-            for table, rows in analyze_rows(batch, scenario, compare).items():
+            tables = analyze_rows(batch, scenario, compare)
+            parts.add(tables)
+            for table, rows in tables.items():
                 if rows:
                     columns = [
-                        struct_of_rows(rows, fields) if name == table else pa.nulls(len(rows), pa.struct(fields))
+                        struct_of_columns(rows.columns, fields)
+                        if name == table
+                        else pa.nulls(len(rows), pa.struct(fields))
                         for name, fields in TABLE_FIELDS.items()
                     ]
-                    yield pa.RecordBatch.from_arrays([pa.repeat(table, len(rows)), *columns], schema=ROWS_SCHEMA)
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.repeat(table, len(rows)), *columns, pa.nulls(len(rows), pa.string())], schema=ROWS_SCHEMA
+                    )
+    nothing = [pa.nulls(1, pa.struct(fields)) for fields in TABLE_FIELDS.values()]
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([REPORT_TAG]), *nothing, pa.array([parts.to_json()])], schema=ROWS_SCHEMA
+    )
+
+
+def _parts(compare: bool) -> ReportParts:
+    """A task's empty report parts: the histogram shows the after side's balance when there is one."""
+    return ReportParts("after" if compare else "before")
 
 
 def publish_files(local: str, out: str) -> None:

@@ -24,22 +24,22 @@ from typing import TYPE_CHECKING
 
 from rocket_rebalance.pipeline.analysis import Scenario
 from rocket_rebalance.pipeline.options import WriterSpec
+from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Row
 
 __all__ = ["Written", "table_location", "write_tables"]
 
 
 @dataclass
 class Written:
-    """What the write stage produced: rows per table, each table as a DataFrame for the report's aggregates, and
-    what releases the resources held for those DataFrames (a persisted frame) once the report is done."""
+    """What the write stage produced: rows per table and the report's aggregates, added up from the executors'
+    parts and the rows the row checks rejected."""
 
     rows: dict[str, int]
-    table: Callable[[str], DataFrame]
-    release: Callable[[], None]
+    report: ReportParts
 
 
 def table_location(out: str, table: str, spec: WriterSpec) -> str:
@@ -50,7 +50,6 @@ def table_location(out: str, table: str, spec: WriterSpec) -> str:
 
 
 def write_tables(
-    spark: SparkSession,
     groups: DataFrame,
     rejected: DataFrame,
     out: str,
@@ -61,14 +60,34 @@ def write_tables(
 ) -> Written:
     """Analyse the assembled ``groups`` (one row per group) and write every output table with ``spec``'s writer;
     ``rejected`` holds the rows the row checks refused (``group`` and the ``rejected`` table's columns)."""
-    rejected = rejected.select("group", *(f.name for f in OUTPUT_TABLES["rejected"]))
-    if spec.writer == "spark":
-        return _with_spark(spark, groups, rejected, out, spec, scenario, compare, log)
-    return _with_pyarrow(spark, groups, rejected, out, scenario, compare, log)
+    from pyspark import StorageLevel
+
+    rejected = rejected.select("group", *(f.name for f in OUTPUT_TABLES["rejected"])).persist(
+        StorageLevel.MEMORY_AND_DISK  # written, then counted by reason: the row checks run once
+    )
+    try:
+        if spec.writer == "spark":
+            written = _with_spark(groups, rejected, out, spec, scenario, compare, log)
+        else:
+            written = _with_pyarrow(groups, rejected, out, scenario, compare, log)
+        for row in rejected.groupBy("side", "table", "reason").count().collect():
+            written.report.rejected[(row["side"], row["table"], row["reason"])] += int(row["count"])
+            written.rows["rejected"] += int(row["count"])
+    finally:
+        rejected.unpersist()
+    return written
+
+
+def _report(rows: list[Row], compare: bool) -> ReportParts:
+    """The executors' report parts (in the rows tagged :data:`~rocket_rebalance.pipeline.worker.REPORT_TAG`)
+    added up."""
+    report = ReportParts("after" if compare else "before")
+    for row in rows:
+        report.merge(ReportParts.from_json(row["report"]))
+    return report
 
 
 def _with_pyarrow(
-    spark: SparkSession,
     groups: DataFrame,
     rejected: DataFrame,
     out: str,
@@ -78,26 +97,24 @@ def _with_pyarrow(
 ) -> Written:
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, complete_output, write_batches
+    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, REPORT_TAG, complete_output, write_batches
 
     log("analyzing groups (mapInArrow over Arrow batches; executors write the tables with pyarrow)")
     worker = functools.partial(write_batches, out=out, scenario=scenario, compare=compare)
     rows = dict.fromkeys(OUTPUT_TABLES, 0)
+    reports = []
     for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
-        rows[count_row["table"]] += int(count_row["rows"])
+        if count_row["table"] == REPORT_TAG:
+            reports.append(count_row)
+        else:
+            rows[count_row["table"]] += int(count_row["rows"])
     complete_output(out)
     log("writing rows rejected by the row checks")
     rejected.write.mode("append").parquet(f"{out}/rejected.parquet")
-    rows["rejected"] = spark.read.parquet(f"{out}/rejected.parquet").count()
-
-    def table(name: str) -> DataFrame:
-        return spark.read.parquet(f"{out}/{name}.parquet")
-
-    return Written(rows, table, lambda: None)
+    return Written(rows, _report(reports, compare))
 
 
 def _with_spark(
-    spark: SparkSession,
     groups: DataFrame,
     rejected: DataFrame,
     out: str,
@@ -110,24 +127,20 @@ def _with_spark(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import ROWS_SCHEMA, TABLE_TAG, row_batches
+    from rocket_rebalance.pipeline.worker import REPORT_TAG, ROWS_SCHEMA, TABLE_TAG, row_batches
 
     log("analyzing groups (mapInArrow over Arrow batches; rows back to Spark, persisted once)")
     worker = functools.partial(row_batches, scenario=scenario, compare=compare)
     # memory first, disk when it does not fit: the frame is read once per table and must not be recomputed
     analysed = groups.mapInArrow(worker, from_arrow_schema(ROWS_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
-    selected = {name: analysed.filter(F.col(TABLE_TAG) == name).select(f"`{name}`.*") for name in OUTPUT_TABLES}
-    selected["rejected"] = selected["rejected"].unionByName(rejected).persist(StorageLevel.MEMORY_AND_DISK)
-
-    def release() -> None:
-        selected["rejected"].unpersist()
-        analysed.unpersist()
-
     try:
+        selected = {name: analysed.filter(F.col(TABLE_TAG) == name).select(f"`{name}`.*") for name in OUTPUT_TABLES}
+        selected["rejected"] = selected["rejected"].unionByName(rejected)
         rows = dict.fromkeys(OUTPUT_TABLES, 0)
         for count_row in analysed.groupBy(TABLE_TAG).count().collect():  # runs the analysis, filling the cache
-            rows[count_row[TABLE_TAG]] = int(count_row["count"])
-        rows["rejected"] = selected["rejected"].count()
+            if count_row[TABLE_TAG] != REPORT_TAG:
+                rows[count_row[TABLE_TAG]] = int(count_row["count"])
+        report = _report(analysed.filter(F.col(TABLE_TAG) == REPORT_TAG).select("report").collect(), compare)
         for name, frame in selected.items():
             where = table_location(out, name, spec)
             log(f"writing {name} ({spec.format}) to {where}")
@@ -136,7 +149,6 @@ def _with_spark(
                 writer.saveAsTable(where)
             else:
                 writer.save(where)
-    except BaseException:
-        release()  # a shared session (tests, notebooks) must not keep the cache of a failed run
-        raise
-    return Written(rows, selected.__getitem__, release)
+    finally:
+        analysed.unpersist()  # a shared session (tests, notebooks) must not keep the cache
+    return Written(rows, report)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, chain, cycle, islice, repeat
 
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.strategies.base import CheckedStrategy, check_group_args, check_sizes, first_positions
+from rocket_rebalance.strategies.base import (
+    CheckedStrategy,
+    Owners,
+    check_group_args,
+    check_sizes,
+    first_holders,
+    first_positions,
+)
 
 __all__ = ["AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle"]
 
@@ -50,6 +57,17 @@ class AllocateMessageQueueAveragely(CheckedStrategy[Positions]):
         starts = [0, *accumulate([base + 1] * larger + [base] * (len(cid_all) - larger))]
         return {cid: list(mq_all[starts[index] : starts[index + 1]]) for cid, index in first_positions(cid_all).items()}
 
+    def owners(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> Owners:
+        """Each queue's owner (:func:`~rocket_rebalance.strategies.base.plan_owners`): the runs of
+        :meth:`plan_all`, each repeated for its size, without building a list per consumer."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        base, larger = divmod(len(mq_all), len(cid_all))
+        sizes = [base + 1] * larger + [base] * (len(cid_all) - larger)
+        return list(chain.from_iterable(map(repeat, first_holders(cid_all), sizes)))
+
     def place(
         self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]
     ) -> list[list[MessageQueue]]:
@@ -70,6 +88,14 @@ class AllocateMessageQueueAveragelyByCircle(CheckedStrategy[Positions]):
     def share(self, prepared: Positions, index: int) -> list[MessageQueue]:
         mq_all, consumers = prepared
         return list(mq_all[index::consumers])
+
+    def owners(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> Owners:
+        """Each queue's owner (:func:`~rocket_rebalance.strategies.base.plan_owners`): the consumers dealt in turn."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        return list(islice(cycle(first_holders(cid_all)), len(mq_all)))
 
     def place(
         self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]

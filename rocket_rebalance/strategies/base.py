@@ -12,19 +12,23 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from rocket_rebalance.model import MessageQueue, check_client_id_list, check_queue_list
+from rocket_rebalance.model import ClientIdList, MessageQueue, QueueList, check_client_id_list, check_queue_list
 
 __all__ = [
     "AllocateMessageQueueStrategy",
     "AllocationError",
     "CheckedStrategy",
     "ConsumerIdcsNotSetError",
+    "Owners",
     "SizedPlacement",
     "check_allocate_args",
     "check_group_args",
     "check_sizes",
+    "first_holders",
     "first_positions",
     "plan_group",
+    "plan_owners",
+    "shares_of",
 ]
 
 
@@ -64,6 +68,8 @@ def _check_sequence(argument: str, value: object) -> None:
 
 def check_group_args(mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None) -> None:
     """Java's checks on the queue and consumer lists, plus item types (a ``QueueList`` was checked already)."""
+    if type(mq_all) is QueueList and type(cid_all) is ClientIdList and mq_all and cid_all:
+        return  # checked when they were built, and not empty: every check below passes (the pipeline's plans)
     if mq_all is None or (isinstance(mq_all, Sequence) and len(mq_all) == 0):
         raise AllocationError("mqAll is null or mqAll empty")
     _check_sequence("mq_all", mq_all)
@@ -99,6 +105,49 @@ def first_positions(cid_all: Sequence[str]) -> dict[str, int]:
     for position, cid in enumerate(cid_all):
         positions.setdefault(cid, position)
     return positions
+
+
+def first_holders(cid_all: Sequence[str]) -> Sequence[str | None]:
+    """Who holds the share computed for each position of ``cid_all`` in a whole-group plan: the ID at its first
+    position, nobody (``None``) at a repeat of it (a plan has one share per distinct ID, the first position's)."""
+    positions = first_positions(cid_all)
+    if len(positions) == len(cid_all):
+        return cid_all
+    return [cid if positions[cid] == position else None for position, cid in enumerate(cid_all)]
+
+
+Owners = list[str | None]
+"""Each queue's owner in a whole-group plan, by the queue's position in ``mq_all`` (``None``: nobody's)."""
+
+
+def shares_of(mq_all: Sequence[MessageQueue], cid_all: Sequence[str], owners: Owners) -> dict[str, list[MessageQueue]]:
+    """A whole-group plan from each queue's owner: every distinct consumer of ``cid_all`` (in list order) with the
+    queues it owns, in ``mq_all`` order."""
+    shares: dict[str, list[MessageQueue]] = {cid: [] for cid in cid_all}
+    for mq, owner in zip(mq_all, owners, strict=True):
+        if owner is not None:
+            shares[owner].append(mq)
+    return shares
+
+
+def plan_owners(
+    strategy: AllocateMessageQueueStrategy,
+    consumer_group: str,
+    mq_all: Sequence[MessageQueue] | None,
+    cid_all: Sequence[str] | None,
+) -> Owners | None:
+    """Each queue's owner in the strategy's whole-group plan, when the strategy can say so (its ``owners``);
+    ``None`` when it cannot (CONFIG hands one queue to many consumers; a user strategy may not offer it).
+
+    A strategy's ``owners(consumer_group, mq_all, cid_all)`` is its plan as one owner per queue position: with
+    ``mq_all`` as the rebalance prepares it (sorted, no repeats), consumer ``c``'s share in ``plan_all`` is exactly
+    the queues whose owner is ``c``, in ``mq_all`` order. Measures that compare plans position by position (the
+    fleet pipeline's movement) then need no dictionary of queues."""
+    owners = getattr(strategy, "owners", None)
+    if not callable(owners):
+        return None
+    found: Owners = owners(consumer_group, mq_all, cid_all)
+    return found
 
 
 @runtime_checkable

@@ -31,15 +31,18 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
+from itertools import repeat
 from typing import NamedTuple
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import MessageQueue, queue_md5_hashes
 from rocket_rebalance.strategies.base import (
     AllocationError,
     CheckedStrategy,
+    Owners,
     check_group_args,
     check_sizes,
     first_positions,
+    shares_of,
 )
 from rocket_rebalance.strategies.consistent_hash import AllocateMessageQueueConsistentHash, HashFunction, HashRing
 
@@ -62,7 +65,7 @@ class _Walk(NamedTuple):
 
     mq_all: Sequence[MessageQueue]
     cid_all: Sequence[str]
-    owners: list[str]
+    owners: Owners
 
 
 class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
@@ -98,7 +101,7 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         """The most queues any one of ``consumers`` distinct consumers may hold."""
         return load_cap(queues, consumers, self.eps)
 
-    def _walk(self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int] | None) -> list[str]:
+    def _walk(self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int] | None) -> Owners:
         """Each queue's owner: the first consumer clockwise from its hash with room left.
 
         ``sizes`` (one per distinct consumer) are exact capacities summing to the queue count, as the cross-topic
@@ -118,7 +121,7 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         limited = sizes is None and self.eps == 0 and remainder > 0
         big_slots = remainder if limited else len(cids)  # how many more consumers may go above the floor
         hash_of = self.hash_function
-        hashes = [mq.md5_hash for mq in mq_all] if hash_of is None else [hash_of(str(mq)) for mq in mq_all]
+        hashes = queue_md5_hashes(mq_all) if hash_of is None else [hash_of(str(mq)) for mq in mq_all]
         if not limited:
             # big_slots never runs out and every room is at least the floor: room left is simply load < room. The
             # walk of nearly every group (the pipeline compares every group under this strategy), so it is kept
@@ -129,7 +132,7 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
             held = load[cid]
             return held < floor or (held < room[cid] and big_slots > 0)
 
-        owners: list[str] = []
+        owners: Owners = []
         for key_hash in hashes:
             position = bisect_left(points, key_hash)
             for step in range(size):
@@ -155,37 +158,34 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         cids: Sequence[str],
         room: dict[str, int],
         load: dict[str, int],
-    ) -> list[str]:
-        """:meth:`_walk` when every consumer may fill its whole room: the first consumer clockwise below it."""
+    ) -> Owners:
+        """:meth:`_walk` when every consumer may fill its whole room: the first consumer clockwise below it.
+
+        Each queue's first choice (the owner of its point, as plain consistent hashing has it) is looked up for
+        all queues at once, in C; the walk then only counts, and steps on past a full consumer."""
         size = len(points)
-        owners: list[str] = []
-        for key_hash in hashes:
-            position = bisect_left(points, key_hash)
-            owner = ring_owners[position % size]
+        positions = list(map(bisect_left, repeat(points), hashes))
+        wrapped = [*ring_owners, ring_owners[0]]  # past the last point wraps to the first
+        owners: Owners = list(map(wrapped.__getitem__, positions))
+        for index, owner in enumerate(owners):
+            assert owner is not None  # a first choice is a ring point's owner
             if load[owner] >= room[owner]:
+                position = positions[index]
                 for step in range(1, size):
                     owner = ring_owners[(position + step) % size]
                     if load[owner] < room[owner]:
                         break
                 else:  # a full lap: the room left is with consumers that hold no point (see _walk)
                     owner = next(cid for cid in cids if load[cid] < room[cid])
+                owners[index] = owner
             load[owner] += 1
-            owners.append(owner)
         return owners
 
     def place(
         self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int]
     ) -> list[list[MessageQueue]]:
         """Each of the distinct ``cids`` filled to exactly its size by the ring walk (for CROSS_TOPIC)."""
-        return self._grouped(mq_all, cids, sizes)
-
-    def _grouped(
-        self, mq_all: Sequence[MessageQueue], cids: Sequence[str], sizes: Sequence[int] | None
-    ) -> list[list[MessageQueue]]:
-        shares: dict[str, list[MessageQueue]] = {cid: [] for cid in cids}
-        for mq, owner in zip(mq_all, self._walk(mq_all, cids, sizes), strict=True):
-            shares[owner].append(mq)
-        return [shares[cid] for cid in cids]
+        return list(shares_of(mq_all, cids, self._walk(mq_all, cids, sizes)).values())
 
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> _Walk:
         return _Walk(mq_all, cid_all, self._walk(mq_all, list(first_positions(cid_all)), None))
@@ -194,14 +194,21 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
         current = prepared.cid_all[index]
         return [mq for mq, owner in zip(prepared.mq_all, prepared.owners, strict=True) if owner == current]
 
+    def owners(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> Owners:
+        """Each queue's owner by the walk (:func:`~rocket_rebalance.strategies.base.plan_owners`)."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        return self._walk(mq_all, list(first_positions(cid_all)), None)
+
     def plan_all(
         self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
     ) -> dict[str, list[MessageQueue]]:
         """Walk once and group by owner."""
-        check_group_args(mq_all, cid_all)
+        owners = self.owners(consumer_group, mq_all, cid_all)
         assert mq_all is not None and cid_all is not None
-        cids = list(first_positions(cid_all))
-        return dict(zip(cids, self._grouped(mq_all, cids, None), strict=True))
+        return shares_of(mq_all, cid_all, owners)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} eps={self.eps} virtual_node_count={self.virtual_node_count}>"

@@ -33,8 +33,13 @@ class AllocateMessageQueueByConfig:
     def plan_all(
         self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
     ) -> dict[str, list[MessageQueue]]:
-        """Every consumer's share: the configured list (``None`` counts as no queues)."""
-        return {cid: list(self.message_queues or ()) for cid in (cid_all or ())}
+        """Every consumer's share: the configured list (``None`` counts as no queues), one list object for all.
+
+        Java's ``allocate`` hands every consumer the very list it was configured with; a copy per consumer made
+        this plan dearer than Java's whole every-consumer loop (benchmarks/allocation.py). So every share of one
+        plan is the same new list: a caller that changes a share in place changes them all (no caller in the
+        library does), and the configured list itself is never handed out."""
+        return dict.fromkeys(cid_all or (), list(self.message_queues or ()))
 
     def __repr__(self) -> str:
         configured = "unset" if self.message_queues is None else f"{len(self.message_queues)} queues"

@@ -21,11 +21,18 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from itertools import repeat
+from itertools import chain, compress, repeat
+from operator import ne
 from typing import NamedTuple
 
-from rocket_rebalance.model import MAX_VIRTUAL_NODES, MessageQueue, java_md5_hash
-from rocket_rebalance.strategies.base import AllocationError, CheckedStrategy, check_group_args
+from rocket_rebalance.model import (
+    MAX_VIRTUAL_NODES,
+    MessageQueue,
+    java_md5_hash,
+    java_md5_hashes,
+    queue_md5_hashes,
+)
+from rocket_rebalance.strategies.base import AllocationError, CheckedStrategy, Owners, check_group_args, shares_of
 
 __all__ = [
     "MAX_RING_POINTS",
@@ -34,6 +41,7 @@ __all__ = [
     "HashRing",
     "ReplicaPoints",
     "build_ring",
+    "neighbour_ring",
 ]
 
 HashFunction = Callable[[str], int]
@@ -76,18 +84,30 @@ class ReplicaPoints:
         self.most_replicas = most_replicas
         self._points: dict[str, list[int]] = {}
 
-    def __call__(self, cid: str, count: int) -> list[int]:
-        """The points of replicas ``0 .. count-1`` of ``cid``, in replica order."""
-        known = self._points.get(cid)
-        if known is not None and len(known) >= count:
-            return known if len(known) == count else known[:count]
-        have = known or []
-        found = have + [java_md5_hash(f"{cid}-{replica}") for replica in range(len(have), count)]
-        if count <= self.most_replicas:
-            if len(self._points) >= self.ids:
-                self._points.clear()
-            self._points[cid] = found
-        return found
+    def __call__(self, cids: Sequence[str], count: int) -> list[list[int]]:
+        """The points of replicas ``0 .. count-1`` of each of ``cids``, in replica order.
+
+        The points not known yet are hashed in one batch (:func:`~rocket_rebalance.model.java_md5_hashes`): a cold
+        ring of 1,000 consumers is then one call, not 1,000."""
+        known = self._points
+        found = [known.get(cid) or [] for cid in cids]
+        missing = {cid: have for cid, have in zip(cids, found, strict=True) if len(have) < count}
+        if missing:
+            keys: list[bytes] = []
+            for cid, have in missing.items():
+                prefix = cid.encode("utf-8", "surrogatepass")  # key f"{cid}-{replica}", encoded as java_md5_hash does
+                keys += [b"%s-%d" % (prefix, replica) for replica in range(len(have), count)]
+            hashes = java_md5_hashes(keys)
+            end = 0
+            for cid, have in missing.items():
+                start, end = end, end + count - len(have)
+                missing[cid] = have + hashes[start:end]
+            found = [missing.get(cid, have) for cid, have in zip(cids, found, strict=True)]
+            if count <= self.most_replicas and len(missing) <= self.ids:
+                if len(known) + len(missing) > self.ids:
+                    known.clear()
+                known.update(missing)
+        return [points if len(points) == count else points[:count] for points in found]
 
     def clear(self) -> None:
         """Forget every point (what a new process starts with: benchmarks/allocation.py's cold ring)."""
@@ -116,15 +136,59 @@ def build_ring(cid_all: Sequence[str], virtual_node_count: int, hash_function: H
     elif hash_function is None:
         # No repeated ID, so every replica numbering starts at 0 and "the later put wins" is what a dict filled in
         # list order does.
-        ring = {}
-        for cid in cid_all:
-            ring.update(zip(REPLICA_POINTS(cid, virtual_node_count), repeat(cid)))
+        points_of = REPLICA_POINTS(cid_all, virtual_node_count)
+        owners = chain.from_iterable(map(repeat, cid_all, map(len, points_of)))
+        ring = dict(zip(chain.from_iterable(points_of), owners, strict=True))
     else:
         keys = [f"{cid}-{replica}" for cid in cid_all for replica in range(virtual_node_count)]
         owner_of_key = [cid for cid in cid_all for _ in range(virtual_node_count)]
         ring = dict(zip(map(hash_function, keys), owner_of_key, strict=True))
     points = sorted(ring)
     return HashRing(points, list(map(ring.__getitem__, points)))
+
+
+def neighbour_ring(
+    known: Sequence[str],
+    ring: HashRing,
+    cid_all: Sequence[str],
+    virtual_node_count: int,
+    hash_function: HashFunction | None = None,
+) -> HashRing | None:
+    """The ring of ``cid_all`` from ``ring``, the ring of ``known``, when the two lists differ by one client ID
+    joining or leaving; ``None`` when they do not, or when the answer could differ from :func:`build_ring`'s.
+
+    A join or a leave is what an analysis of membership changes asks right after the ring before it: the fleet
+    pipeline plans every group before and after one consumer joins, and a group of 400 consumers has a ring of
+    16,000 points under CONSISTENT_HASH_BOUNDED. Inserting the joiner's points into the sorted ring (or dropping
+    the leaver's) costs a fraction of sorting it again. It is the same ring only without repeated IDs (a repeated
+    ID numbers its replicas on) and without two points on one hash (which one wins depends on list order): the
+    known ring must hold every point of its list, and a joiner's point must not fall on one already there."""
+    if len(ring.points) != len(known) * virtual_node_count or abs(len(cid_all) - len(known)) != 1:
+        return None
+    before, after = set(known), set(cid_all)
+    if len(before) != len(known) or len(after) != len(cid_all):
+        return None
+    if len(cid_all) < len(known):  # a leave: every other point stays
+        (leaver,) = before - after if before > after else (None,)
+        if leaver is None:
+            return None
+        kept = list(map(ne, ring.owners, repeat(leaver)))
+        return HashRing(list(compress(ring.points, kept)), list(compress(ring.owners, kept)))
+    (joiner,) = after - before if after > before else (None,)
+    if joiner is None:
+        return None
+    if hash_function is None:
+        (added,) = REPLICA_POINTS([joiner], virtual_node_count)
+    else:
+        added = [hash_function(f"{joiner}-{replica}") for replica in range(virtual_node_count)]
+    points, owners = list(ring.points), list(ring.owners)
+    for point in sorted(added):
+        position = bisect_left(points, point)
+        if position < len(points) and points[position] == point:
+            return None  # two points on one hash: the ring's own build decides which one stays
+        points.insert(position, point)
+        owners.insert(position, joiner)
+    return HashRing(points, owners)
 
 
 def _build_ring_with_repeats(
@@ -186,7 +250,11 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         key = tuple(cid_all)
         cached = self._rings.pop(key, None)
         if cached is None:
-            cached = build_ring(key, self.virtual_node_count, self.hash_function)
+            recent = list(self._rings.items())[-1:]  # list(dict) is one atomic copy
+            if recent:
+                cached = neighbour_ring(*recent[0], key, self.virtual_node_count, self.hash_function)
+            if cached is None:
+                cached = build_ring(key, self.virtual_node_count, self.hash_function)
         self._rings[key] = cached  # (re)inserted last: the dict's order is least recently used first
         excess = len(self._rings) - self._ring_cache_size
         for oldest in list(self._rings)[: max(0, excess)]:  # list(dict) is one atomic copy
@@ -197,13 +265,13 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         """The owner of every queue, in ``mq_all`` order (the lookup of :meth:`HashRing.owner_of`, inlined)."""
         if not ring.points:
             return [None] * len(mq_all)
-        points, owners, last = ring.points, ring.owners, len(ring.points)
         if self.hash_function is None:
-            hashes = [mq.md5_hash for mq in mq_all]
+            hashes = queue_md5_hashes(mq_all)
         else:
             hashes = [self.hash_function(str(mq)) for mq in mq_all]
-        positions = [bisect_left(points, key_hash) for key_hash in hashes]
-        return [owners[position if position < last else 0] for position in positions]
+        # past the last point wraps to the first: one more owner at the end, so both lookups run in C (map)
+        wrapped = [*ring.owners, ring.owners[0]]
+        return list(map(wrapped.__getitem__, map(bisect_left, repeat(ring.points), hashes)))
 
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Routed:
         return (mq_all, cid_all, self._owners(mq_all, self.ring(cid_all)))
@@ -213,17 +281,21 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         current = cid_all[index]
         return [mq for mq, owner in zip(mq_all, owners, strict=True) if owner == current]
 
+    def owners(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> Owners:
+        """Each queue's owner on the ring (:func:`~rocket_rebalance.strategies.base.plan_owners`)."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        return self._owners(mq_all, self.ring(cid_all))
+
     def plan_all(
         self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
     ) -> dict[str, list[MessageQueue]]:
         """Route every queue once and group by owner, instead of filtering the routes once per consumer."""
-        check_group_args(mq_all, cid_all)
+        owners = self.owners(consumer_group, mq_all, cid_all)
         assert mq_all is not None and cid_all is not None
-        shares: dict[str, list[MessageQueue]] = {cid: [] for cid in cid_all}
-        for mq, owner in zip(mq_all, self._owners(mq_all, self.ring(cid_all)), strict=True):
-            if owner is not None:
-                shares[owner].append(mq)
-        return shares
+        return shares_of(mq_all, cid_all, owners)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} virtual_node_count={self.virtual_node_count}>"

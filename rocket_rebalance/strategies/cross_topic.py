@@ -21,7 +21,10 @@ Python only: a Java consumer in the same group would split each topic its own wa
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from itertools import groupby, repeat
+from operator import attrgetter
 from typing import cast
 
 from rocket_rebalance.model import MessageQueue, java_string_key
@@ -29,13 +32,16 @@ from rocket_rebalance.strategies.averagely import AllocateMessageQueueAveragely
 from rocket_rebalance.strategies.base import (
     AllocateMessageQueueStrategy,
     CheckedStrategy,
+    Owners,
     SizedPlacement,
+    check_group_args,
     first_positions,
 )
 
 __all__ = ["AllocateMessageQueueAcrossTopics", "cross_topic_sizes"]
 
 Shares = dict[str, list[MessageQueue]]
+_topic = attrgetter("topic")
 Planned = tuple[Sequence[str], Shares]
 
 
@@ -78,8 +84,8 @@ class AllocateMessageQueueAcrossTopics(CheckedStrategy[Planned]):
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Planned:
         cids = list(first_positions(cid_all))
         by_topic: dict[str, list[MessageQueue]] = {}
-        for mq in mq_all:
-            by_topic.setdefault(mq.topic, []).append(mq)
+        for topic, run in groupby(mq_all, _topic):  # a run of one topic at a time: mq_all is usually sorted
+            by_topic.setdefault(topic, []).extend(run)
         topics = sorted(by_topic, key=java_string_key)
         shares: Shares = {cid: [] for cid in cids}
         sizes = cross_topic_sizes([len(by_topic[topic]) for topic in topics], len(cids))
@@ -91,6 +97,19 @@ class AllocateMessageQueueAcrossTopics(CheckedStrategy[Planned]):
     def share(self, prepared: Planned, index: int) -> list[MessageQueue]:
         cid_all, shares = prepared
         return list(shares[cid_all[index]])
+
+    def owners(
+        self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
+    ) -> Owners:
+        """Each queue's owner (:func:`~rocket_rebalance.strategies.base.plan_owners`), ``mq_all`` without repeats:
+        the inner placements hand back ``mq_all``'s own queue objects, found by identity."""
+        check_group_args(mq_all, cid_all)
+        assert mq_all is not None and cid_all is not None
+        position = {id(mq): k for k, mq in enumerate(mq_all)}
+        found: Owners = [None] * len(mq_all)
+        for cid, share in self.prepare(consumer_group, mq_all, cid_all)[1].items():
+            deque(map(found.__setitem__, map(position.__getitem__, map(id, share)), repeat(cid)), maxlen=0)
+        return found
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
 from rocket_rebalance.pipeline.movement import offsets_from_rows
+from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES  # noqa: E402
 from rocket_rebalance.pipeline.worker import (  # noqa: E402
     COUNT_SCHEMA,
+    REPORT_TAG,
     TableWriters,
     complete_output,
     offsets_per_group,
@@ -96,7 +98,9 @@ def test_a_batch_through_the_worker_writes_what_the_analysis_returns(tmp_path: P
     (counts,) = list(write_batches(batches, str(tmp_path), scenario, compare=True, part="part-00007"))
     assert counts.schema == COUNT_SCHEMA
     expected = [as_dicts(analyze_group({**r, "offsets": offsets_from_rows(r["offsets"])}, scenario)) for r in rows]
-    written = {t: n for t, n in zip(*counts.to_pydict().values(), strict=True)}
+    written = {row["table"]: row["rows"] for row in counts.to_pylist()}
+    (report,) = [row["report"] for row in counts.to_pylist() if row["table"] == REPORT_TAG]
+    assert ReportParts.from_json(report).groups == len(rows)  # the task's part of the report comes along
     for name in OUTPUT_TABLES:
         assert [p.name for p in (tmp_path / f"{name}.parquet").iterdir()] == ["part-00007.parquet"]
         found = pq.read_table(tmp_path / f"{name}.parquet").to_pylist()
@@ -148,7 +152,7 @@ def test_gc_is_paused_only_inside_and_restored() -> None:
 
 def test_output_uris_go_to_pyarrow_file_systems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writers = TableWriters(f"file://{tmp_path}/out", "part-00001")
-    writers.write("groups", [("G1", *([None] * len(OUTPUT_TABLES["groups"])))])
+    writers.write("groups", [["G1"], *([None] for _ in OUTPUT_TABLES["groups"])])
     writers.close()
     assert pq.read_table(tmp_path / "out" / "groups.parquet").column("group").to_pylist() == ["G1"]
     asked: list[str] = []

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocket_rebalance.model import MessageQueue, java_md5_hash, sort_queues
+from rocket_rebalance.model import MessageQueue, java_md5_hash, sort_client_ids, sort_queues
 from rocket_rebalance.plan import plan, split_view, transition_views
 from rocket_rebalance.strategies import (
     AllocateMessageQueueConsistentHashBounded,
@@ -24,6 +24,7 @@ from rocket_rebalance.strategies import (
     spans_topics,
     strategy_name,
 )
+from rocket_rebalance.strategies.base import plan_owners, shares_of
 from rocket_rebalance.testing import RebalanceCase, rebalance_inputs
 
 G = "G"
@@ -184,3 +185,38 @@ def test_the_bounded_walk_equals_the_plain_walk(case: RebalanceCase, nodes: int,
     strategy = AllocateMessageQueueConsistentHashBounded(eps=eps, virtual_node_count=nodes)
     cids = list(dict.fromkeys(case.cid_all))
     assert strategy.plan_all(G, case.mq_all, case.cid_all) == _plain_walk(strategy, list(case.mq_all), cids, eps)
+
+
+OWNING = [
+    ("AVG", {}),
+    ("AVG_BY_CIRCLE", {}),
+    ("CONSISTENT_HASH", {}),
+    ("CONSISTENT_HASH", {"virtual_node_count": 2}),
+    ("CONSISTENT_HASH_BOUNDED", {}),
+    ("CONSISTENT_HASH_BOUNDED", {"eps": 0, "virtual_node_count": 2}),
+    ("CROSS_TOPIC", {}),
+    ("CROSS_TOPIC", {"inner": "AVG_BY_CIRCLE"}),
+    ("CROSS_TOPIC", {"inner": "CONSISTENT_HASH_BOUNDED"}),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rebalance_inputs(), st.lists(st.integers(0, 11), max_size=4), st.sampled_from(OWNING))
+def test_owners_are_the_whole_group_plan_by_queue_position(
+    case: RebalanceCase, repeats: list[int], named: tuple[str, dict[str, object]]
+) -> None:
+    """Each queue's owner (what the fleet pipeline compares position by position) gives back the plan exactly:
+    the same consumers in the same order, each with its queues in the same order, repeated client IDs included."""
+    name, options = named
+    strategy = create_strategy(name, **options)
+    cids = sort_client_ids([*case.cid_all, *(case.cid_all[k % len(case.cid_all)] for k in repeats)])
+    owners = plan_owners(strategy, G, case.mq_all, cids)
+    assert owners is not None and len(owners) == len(case.mq_all)
+    assert list(shares_of(case.mq_all, cids, owners).items()) == list(plan(strategy, G, case.mq_all, cids).items())
+
+
+def test_strategies_that_hand_a_queue_to_many_or_to_rooms_give_no_owners() -> None:
+    queues = topics([4])
+    config = create_strategy("CONFIG", message_queues=queues[:1])
+    assert plan_owners(config, G, queues, ["c1", "c2"]) is None
+    assert plan_owners(create_strategy("MACHINE_ROOM", consumer_idcs={"hz"}), G, queues, ["c1"]) is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue, QueueList, java_md5_hash
@@ -143,9 +143,45 @@ def test_remembered_replica_points_equal_fresh_hashes(
     IDs' own hashes, and a ring built through them is the ring built with the hash called key by key."""
     remembered = ReplicaPoints(ids, most_replicas)
     for cids, count in asks:
-        for cid in cids:
-            assert remembered(cid, count) == [java_md5_hash(f"{cid}-{k}") for k in range(count)]
+        assert remembered(cids, count) == [[java_md5_hash(f"{cid}-{k}") for k in range(count)] for cid in cids]
         assert build_ring(cids, count) == build_ring(cids, count, java_md5_hash)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([f"10.0.0.{k}@1#{k}" for k in range(9)]), max_size=7),
+    st.lists(st.tuples(st.booleans(), st.sampled_from([f"10.0.0.{k}@1#{k}" for k in range(9)])), max_size=6),
+    st.integers(1, 12),
+    st.sampled_from([None, 7, 97]),
+)
+def test_a_ring_after_a_join_or_leave_is_the_ring_built_anew(
+    start: list[str], changes: list[tuple[bool, str]], nodes: int, buckets: int | None
+) -> None:
+    """A ring derived from the one before a join or a leave (neighbour_ring) is the ring build_ring makes, with
+    repeated IDs and with points on one hash (a hash of few values) too, where it must refuse."""
+    hashing = None if buckets is None else (lambda key: java_md5_hash(key) % buckets)
+    strategy = AllocateMessageQueueConsistentHash(virtual_node_count=nodes, hash_function=hashing)
+    cids = list(start)
+    for joins, cid in changes:
+        strategy.ring(cids)  # the ring before the change is the one remembered last
+        if joins:
+            cids.insert(len(cids) // 2, cid)
+        elif cid in cids:
+            cids.remove(cid)
+        assert strategy.ring(cids) == build_ring(cids, nodes, hashing or java_md5_hash)
+
+
+def test_a_joiners_ring_is_derived_not_rebuilt() -> None:
+    """The derivation happens (the test above would pass if it never did): a join asks for one ID's points."""
+    cids = [f"10.0.0.{k}@1#{k}" for k in range(5)]
+    asked: list[str] = []
+    strategy = AllocateMessageQueueConsistentHash(
+        virtual_node_count=3, hash_function=lambda key: asked.append(key) or java_md5_hash(key)
+    )
+    strategy.ring(cids)
+    asked.clear()
+    assert strategy.ring([*cids, "10.0.0.9@1#9"]) == build_ring([*cids, "10.0.0.9@1#9"], 3, java_md5_hash)
+    assert asked == ["10.0.0.9@1#9-0", "10.0.0.9@1#9-1", "10.0.0.9@1#9-2"]
 
 
 def test_repeated_client_id_continues_replica_numbering() -> None:

@@ -1,0 +1,124 @@
+"""The report's figures, added up from parts (one per Spark task), are the figures of the whole output tables."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
+from rocket_rebalance.pipeline.reference import Tables, _results, run_reference
+from rocket_rebalance.pipeline.report import TOP, ReportData, ReportParts, bucket, write_report
+from rocket_rebalance.pipeline.rows import GroupRow
+from rocket_rebalance.pipeline.rows import Tables as RowTables
+from rocket_rebalance.pipeline.scenario import load_scenario
+
+SCENARIO = load_scenario(SAMPLE_SCENARIO.read_text())
+TITLE = f"scenario {SCENARIO.name}"
+
+
+def expected(tables: Tables, title: str, compare: bool) -> ReportData:
+    """The report's figures straight from the flat output tables, each by its definition (the oracle)."""
+    side = "after" if compare else "before"
+    groups = tables["groups"]
+    totals: dict[str, Any] = {
+        "groups": len(groups),
+        "groups_rebalancing": sum(1 for r in groups if r["rebalances"]),
+        **{
+            name: sum(r[name] or 0 for r in groups)
+            for name in ("consumers_before", "queues_before", "moved", "minimum", "exposure", "paused")
+        },
+        "observed_violations": sum(r["observed_violations"] or 0 for r in groups),
+        "rejected_rows": len(tables["rejected"]),
+    }
+    for (kind_side, kind), count in sorted(Counter((r["side"], r["kind"]) for r in tables["violations"]).items()):
+        totals[f"{kind}_{kind_side}"] = count
+    histogram = Counter(
+        bucket(r["max_over_avg"]) for r in tables["balance"] if r["side"] == side and r["consumers"] and r["queues"]
+    )
+    strategies: dict[str, dict[str, Any]] = {}
+    for row in tables["comparison"]:
+        entry = strategies.setdefault(
+            row["strategy"],
+            {"strategy": row["strategy"], "groups": 0, "queues": 0, "moved": 0, "minimum": 0, "exposure": 0},
+        )
+        entry["groups"] += 1
+        for key in ("queues", "moved", "minimum", "exposure"):
+            entry[key] += row[key]
+    top = sorted(groups, key=lambda r: (-r["exposure"], -r["moved"], r["group"]))[:TOP]
+    columns = ("group", "strategy_before", "strategy_after", "moved", "minimum", "exposure", "paused")
+    reasons = Counter((r["side"], r["kind"], r["reason"]) for r in tables["violations"])
+    rejected = Counter((r["side"], r["table"], r["reason"]) for r in tables["rejected"])
+    return ReportData(
+        title,
+        totals,
+        side,
+        sorted(histogram.items()),
+        [strategies[name] for name in sorted(strategies)],
+        [{k: r[k] for k in columns} for r in top],
+        [
+            {"side": s, "kind": k, "reason": why, "count": n}
+            for (s, k, why), n in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:TOP]
+        ],
+        [
+            {"side": s, "table": t, "reason": why, "count": n}
+            for (s, t, why), n in sorted(rejected.items(), key=lambda item: (-item[1], item[0]))[:TOP]
+        ],
+    )
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 1000])
+def test_parts_added_up_are_the_whole_tables_figures(chunk: int) -> None:
+    """Parts over chunks of groups (as JSON, as tasks send them), merged, with the rows the row checks refused."""
+    refused: list[dict[str, Any]] = []
+    merged = ReportParts("after")
+    for tables in _results(SAMPLE_SNAPSHOT, None, SCENARIO, refused, chunk):
+        part = ReportParts("after")
+        part.add(tables)
+        merged.merge(ReportParts.from_json(part.to_json()))
+    merged.rejected.update((r["side"], r["table"], r["reason"]) for r in refused)
+    whole = expected(run_reference(SAMPLE_SNAPSHOT, scenario=SCENARIO), TITLE, True)
+    assert merged.data(TITLE) == whole
+    assert whole.top_exposure and whole.violation_reasons and whole.rejected_reasons and whole.strategies
+
+
+@pytest.mark.spark
+def test_the_jobs_report_is_the_reports_of_the_reference_tables(spark: Any, tmp_path: Path) -> None:
+    from rocket_rebalance.pipeline.job import run_impact
+
+    for writer in ("pyarrow", "spark"):
+        from rocket_rebalance.pipeline.options import writer_spec
+
+        out = tmp_path / writer
+        result = run_impact(
+            SAMPLE_SNAPSHOT, out, scenario=SCENARIO, spark=spark, partitions=2, progress=lambda line: None,
+            writer=writer_spec(writer),
+        )  # fmt: skip
+        whole = expected(run_reference(SAMPLE_SNAPSHOT, scenario=SCENARIO), TITLE, True)
+        assert result.totals == whole.totals, writer
+        drawn = write_report(whole, tmp_path / f"expected-{writer}")
+        assert (out / "report.md").read_text() == drawn.read_text(), writer
+
+
+def test_top_groups_rank_by_exposure_then_moved_then_name_across_parts() -> None:
+    """Ties on exposure (and on moved) across parts: the ranking of the oracle, whatever part a group was in."""
+    rows = [(f"G{(k * 7) % 30:02}", k % 2 * 5, k % 3) for k in range(30)]  # (group, exposure, moved)
+    merged = ReportParts("after")
+    for start in range(0, 30, 4):
+        tables = RowTables()
+        for group, exposure, moved in rows[start : start + 4]:
+            tables["groups"].append(
+                GroupRow(
+                    strategy_before="AVG", strategy_after="AVG", message_model="CLUSTERING", consumers_before=1,
+                    consumers_after=1, queues_before=1, queues_after=1, violations_before=0, violations_after=0,
+                    observed_violations=None, moved=moved, minimum=0, exposure=exposure, paused=0, rebalances=True,
+                )
+            )  # fmt: skip
+            tables.close_group(group)
+        part = ReportParts("after")
+        part.add(tables)
+        merged.merge(part)
+    ranked = sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))[:TOP]
+    assert [(r["group"], r["exposure"], r["moved"]) for r in merged.data(TITLE).top_exposure] == ranked
