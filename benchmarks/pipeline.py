@@ -142,10 +142,14 @@ def control_runs(commit: str, master: str, work: Path, sizes: list[int], python:
     code = code_of(commit, work)
     env = {**os.environ, "PYTHONPATH": str(code), "PYSPARK_PYTHON": sys.executable}
     # -P: without it ``python -c`` puts the current folder first on sys.path, ahead of PYTHONPATH, and a run
-    # started from the repository would time this tree's code as the control
+    # started from the repository would time this tree's code as the control. Spark's Python workers start with
+    # ``python -m pyspark.daemon``, which puts *their* current folder first too (and -P cannot be passed to them):
+    # so the control runs in its own code's folder, or its executors would run this tree's analysis.
     command = [sys.executable, "-P", "-c", CONTROL, master, str(work), json.dumps(SCENARIO), "yes" if python else "no"]
     timed: dict[int, dict[str, float]] = {size: {} for size in sizes}
-    with subprocess.Popen([*command, *map(str, sizes)], env=env, stdout=subprocess.PIPE, text=True) as running:
+    with subprocess.Popen(
+        [*command, *map(str, sizes)], env=env, cwd=code, stdout=subprocess.PIPE, text=True
+    ) as running:
         assert running.stdout is not None
         for line in running.stdout:
             if line.startswith("{"):
