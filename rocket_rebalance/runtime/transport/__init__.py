@@ -16,6 +16,7 @@ failures without knowing the wire.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -48,6 +49,7 @@ __all__ = [
     "PullStatus",
     "QueueRunInfo",
     "RunningInfo",
+    "StreamEnd",
     "StreamEnded",
     "SubscriptionRefusedError",
     "TopicConsumeStatus",
@@ -185,6 +187,23 @@ GroupNotified = Callable[[str], None]
 StreamEnded = Callable[["TransportError | None"], None]
 """Called once when a notification stream ends: the error that ended it, or None (``cancel()``, ``close()``, or
 a server that ended it without an error)."""
+
+
+class StreamEnd:
+    """The end of a notification stream, said to ``on_end`` once: the reader that saw the connection go and a
+    ``cancel()`` from another thread may both get here, and a consumer must hear of one end, not two."""
+
+    def __init__(self, on_end: StreamEnded) -> None:
+        self._on_end = on_end
+        self._ended = False
+        self._lock = threading.Lock()
+
+    def end(self, error: TransportError | None) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self._on_end(error)
 
 
 @dataclass(frozen=True)

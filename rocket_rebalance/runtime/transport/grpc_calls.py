@@ -15,7 +15,6 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from rocket_rebalance.runtime.transport import (
     PullResult,
     PullStatus,
     QueueRunInfo,
+    StreamEnd,
     StreamEnded,
     SubscriptionRefusedError,
     TopicConsumeStatus,
@@ -526,7 +526,7 @@ class StubCalls:
         return self._call("admin", "ConsumerRunningInfo", request, answer, self.timeout + _REPORT_GRACE)
 
 
-class ConnectStream:
+class ConnectStream(StreamEnd):
     """One ``Connect`` stream, read by :func:`read_connect_stream` on an asyncio loop (the threaded transport's
     streams loop, or the asyncio transport's own): group names go to ``on_group``, running-info requests to
     ``asked(request_id, consumer_group)`` (both must return at once), the ``connected`` greeting nowhere, and the
@@ -534,11 +534,9 @@ class ConnectStream:
     task), cancelled by :meth:`cancel`."""
 
     def __init__(self, on_group: GroupNotified, on_end: StreamEnded, asked: Callable[[str, str], None]) -> None:
+        super().__init__(on_end)
         self._on_group = on_group
-        self._on_end = on_end
         self._asked = asked
-        self._ended = False
-        self._lock = threading.Lock()  # the threaded transport's cancel() runs on any thread
         self.future: concurrent.futures.Future[None] | asyncio.Future[None] | None = None
 
     def deliver(self, notification: broker_pb2.BrokerNotification) -> None:
@@ -548,13 +546,6 @@ class ConnectStream:
         elif kind == "running_info_request":
             request = notification.running_info_request
             self._asked(request.request_id, request.consumer_group)
-
-    def end(self, error: TransportError | None) -> None:
-        with self._lock:
-            if self._ended:
-                return
-            self._ended = True
-        self._on_end(error)
 
     def cancel(self) -> None:
         self.end(None)  # at once: a stream cancelled before the loop began it would never say so itself

@@ -21,6 +21,7 @@ from rocket_rebalance.runtime.transport import (
     GroupNotified,
     Message,
     RunningInfo,
+    StreamEnd,
     StreamEnded,
     TransportError,
     running_info_properties,
@@ -46,26 +47,17 @@ class RunningInfoSource(Protocol):
     def running_info(self) -> RunningInfo: ...
 
 
-class _Notifications:
+class _Notifications(StreamEnd):
     """The groups a broker notifies on one connection, to ``on_group``, until the connection ends or ``cancel()``
     (then ``on_end``, once)."""
 
     def __init__(self, on_group: GroupNotified, on_end: StreamEnded) -> None:
         self._on_group = on_group
-        self._on_end = on_end
-        self._ended = False
-        self._lock = threading.Lock()  # the threaded transport's reader and a cancelling thread may meet here
+        super().__init__(on_end)
 
     def push(self, group: str) -> None:
         if not self._ended:
             self._on_group(group)
-
-    def end(self, error: TransportError | None) -> None:
-        with self._lock:
-            if self._ended:
-                return
-            self._ended = True
-        self._on_end(error)
 
     def cancel(self) -> None:
         self.end(None)
