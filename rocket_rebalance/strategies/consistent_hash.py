@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from itertools import chain, compress, repeat
-from operator import ne
+from operator import eq, ne
 from typing import NamedTuple
 
 from rocket_rebalance.model import (
@@ -40,6 +41,7 @@ __all__ = [
     "AllocateMessageQueueConsistentHash",
     "HashRing",
     "ReplicaPoints",
+    "arcs",
     "build_ring",
     "neighbour_ring",
 ]
@@ -64,6 +66,12 @@ class HashRing(NamedTuple):
             return None
         position = bisect_left(self.points, key_hash)
         return self.owners[position if position < len(self.points) else 0]
+
+
+@lru_cache(maxsize=64)
+def _replica_numbers(count: int) -> tuple[bytes, ...]:
+    """``b"0"``, ``b"1"``, ... ``count - 1``: the replica numbers of ring keys, made once per count."""
+    return tuple(b"%d" % replica for replica in range(count))
 
 
 class ReplicaPoints:
@@ -94,9 +102,10 @@ class ReplicaPoints:
         missing = {cid: have for cid, have in zip(cids, found, strict=True) if len(have) < count}
         if missing:
             keys: list[bytes] = []
+            numbers = _replica_numbers(count)
             for cid, have in missing.items():
-                prefix = cid.encode("utf-8", "surrogatepass")  # key f"{cid}-{replica}", encoded as java_md5_hash does
-                keys += [b"%s-%d" % (prefix, replica) for replica in range(len(have), count)]
+                # key f"{cid}-{replica}", encoded as java_md5_hash does; joined in C (map) rather than formatted
+                keys += map((cid.encode("utf-8", "surrogatepass") + b"-").__add__, numbers[len(have) :])
             hashes = java_md5_hashes(keys)
             end = 0
             for cid, have in missing.items():
@@ -209,7 +218,19 @@ def _build_ring_with_repeats(
     return ring
 
 
-Routed = tuple[Sequence[MessageQueue], Sequence[str], list[str | None]]
+def arcs(ring: HashRing, cid: str) -> tuple[list[int], list[bool]]:
+    """The ring collapsed to ``cid``'s arcs: the last point of each run of points that are (or are not) ``cid``'s,
+    and whether each run is; one more flag at the end for a hash past the last point (it wraps to the first run).
+
+    A hash's first point at or after it lies in the run whose last point is the first of these at or after it, so
+    a lookup among them (a few dozen for a consumer's default ten points) answers "is this queue ``cid``'s"."""
+    flags = list(map(eq, ring.owners, repeat(cid)))
+    last = len(flags) - 1
+    ends = [*compress(range(last), map(ne, flags, flags[1:])), last]
+    return [ring.points[k] for k in ends], [*map(flags.__getitem__, ends), flags[0]]
+
+
+Routed = tuple[Sequence[MessageQueue], Sequence[str], HashRing]
 
 
 class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
@@ -261,25 +282,31 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
             self._rings.pop(oldest, None)
         return cached
 
+    def _hashes(self, mq_all: Sequence[MessageQueue]) -> list[int]:
+        if self.hash_function is None:
+            return queue_md5_hashes(mq_all)
+        return [self.hash_function(str(mq)) for mq in mq_all]
+
     def _owners(self, mq_all: Sequence[MessageQueue], ring: HashRing) -> list[str | None]:
         """The owner of every queue, in ``mq_all`` order (the lookup of :meth:`HashRing.owner_of`, inlined)."""
         if not ring.points:
             return [None] * len(mq_all)
-        if self.hash_function is None:
-            hashes = queue_md5_hashes(mq_all)
-        else:
-            hashes = [self.hash_function(str(mq)) for mq in mq_all]
         # past the last point wraps to the first: one more owner at the end, so both lookups run in C (map)
         wrapped = [*ring.owners, ring.owners[0]]
-        return list(map(wrapped.__getitem__, map(bisect_left, repeat(ring.points), hashes)))
+        return list(map(wrapped.__getitem__, map(bisect_left, repeat(ring.points), self._hashes(mq_all))))
 
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Routed:
-        return (mq_all, cid_all, self._owners(mq_all, self.ring(cid_all)))
+        return (mq_all, cid_all, self.ring(cid_all))
 
     def share(self, prepared: Routed, index: int) -> list[MessageQueue]:
-        mq_all, cid_all, owners = prepared
-        current = cid_all[index]
-        return [mq for mq, owner in zip(mq_all, owners, strict=True) if owner == current]
+        """The queues on the consumer's arcs of the ring (:func:`arcs`): a lookup among a few arc ends per queue
+        instead of among every ring point, and no owner list for the whole group (one consumer's view of a cold
+        ring of 10,000 x 1,000, benchmarks/allocation.py)."""
+        mq_all, cid_all, ring = prepared
+        if not ring.points:
+            return []
+        ends, mine = arcs(ring, cid_all[index])
+        return list(compress(mq_all, map(mine.__getitem__, map(bisect_left, repeat(ends), self._hashes(mq_all)))))
 
     def owners(
         self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None

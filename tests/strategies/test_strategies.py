@@ -239,3 +239,38 @@ def test_fast_ring_build_equals_javas_walk_even_with_collisions(cids: list[str],
     expected = sorted(points.items())
     ring = build_ring(cids, nodes, tiny_hash)
     assert list(zip(ring.points, ring.owners, strict=True)) == expected
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=1, max_size=8),
+    st.integers(0, 6),
+    st.lists(st.integers(0, 5), min_size=1, max_size=30, unique=True),
+    st.data(),
+)
+def test_one_consumers_share_from_its_arcs_is_its_part_of_the_owners(
+    cids: list[str], nodes: int, queue_ids: list[int], data: st.DataObject
+) -> None:
+    """``allocate`` looks a queue up among the consumer's arc ends (``arcs``), ``owners`` among every ring point;
+    with a small hash (points on equal hashes, queues on points, wrapping) and repeated IDs both must agree."""
+
+    def tiny_hash(key: str) -> int:
+        return java_md5_hash(key) % 12
+
+    strategy = AllocateMessageQueueConsistentHash(nodes, tiny_hash)
+    queues = sorted(MessageQueue("T", "broker-a", q) for q in queue_ids)
+    current = data.draw(st.sampled_from(cids))
+    owners = strategy.owners("g", queues, cids)
+    expected = [mq for mq, owner in zip(queues, owners, strict=True) if owner == current]
+    assert strategy.allocate("g", current, queues, cids) == expected
+
+
+@given(st.lists(st.tuples(st.lists(st.sampled_from(CIDS), max_size=4), st.booleans()), min_size=1, max_size=6))
+def test_config_plans_of_member_lists_in_turn_each_give_every_member_the_configured_list(
+    lists: list[tuple[list[str], bool]],
+) -> None:
+    """CONFIG keeps its last plan for the next plan of an equal list: lists and tuples, equal and not, in turn,
+    each plan has exactly that list's members, each with the configured queues."""
+    strategy = create_strategy("CONFIG", message_queues=QUEUES[:2])
+    for members, as_tuple in lists:
+        found = strategy.plan_all("g", QUEUES, tuple(members) if as_tuple else members)  # type: ignore[attr-defined]
+        assert found == {cid: QUEUES[:2] for cid in members}
