@@ -225,7 +225,10 @@ def _split(frames: dict[str, DataFrame], side: str, cached: list[DataFrame]) -> 
 
     Each table is checked once: its rows with their reason are persisted (added to ``cached``, for the caller to
     release), so the bad rows, written after the analysis, come from what the analysis' own reading kept
-    instead of a second reading and checking of every input table."""
+    instead of a second reading and checking of every input table. All but ``offsets``: it holds most of the
+    input's rows (a row per queue of each group), read only by the one aggregation, and building Spark's cache of
+    it cost more than reading and checking it again for its bad rows (the stage timings in benchmarks/RESULTS.md,
+    2026-11-27 local[2] 30,000 groups: 13 s of stages before the analysis against 7.6 s, and 2 s more after it)."""
     from functools import reduce
 
     from pyspark import StorageLevel
@@ -238,8 +241,10 @@ def _split(frames: dict[str, DataFrame], side: str, cached: list[DataFrame]) -> 
         rules = [F.col(MALFORMED), _reason(table)]
         if table == "routes":
             rules.append(_duplicate_route())
-        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED).persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(checked)
+        checked = frame.withColumn("_reason", F.coalesce(*rules)).drop(MALFORMED)
+        if table != "offsets":  # see above
+            checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(checked)
         good[table] = checked.filter(F.col("_reason").isNull()).drop("_reason")
         bad = checked.filter(F.col("_reason").isNotNull()).select(
             (F.col("group") if "group" in columns else F.lit(None).cast("string")).alias("group"),
