@@ -36,7 +36,7 @@ from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
-from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot
+from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot, exact_parquet_columns
 from rocket_rebalance.pipeline.validate import (
     DUPLICATE_ROUTE,
     NAME_PATTERN,
@@ -136,6 +136,12 @@ def _read(spark: SparkSession, path: Path | str, fmt: str, spec: TableSpec) -> D
         ]
         malformed = F.when(F.col(line).isNotNull(), F.coalesce(*wrong, F.lit(NOT_AN_OBJECT)))
         return frame.select(*[F.col(f"`{c.name}`") for c in spec.columns], malformed.alias(MALFORMED))
+    exact = exact_parquet_columns(Path(path), spec) if _is_local(str(path)) else None
+    if exact is not None:  # stored as the spec says: read with that schema, nothing to cast, nothing malformed
+        frame = spark.read.schema(", ".join(f"`{c.name}` {c.spark_type}" for c in exact)).parquet(str(path))
+        absent = {c.name: F.lit(None).cast(c.spark_type).alias(c.name) for c in spec.columns if c not in exact}
+        read = [absent.get(c.name, F.col(f"`{c.name}`")) for c in spec.columns]
+        return frame.select(*read, F.lit(None).cast("string").alias(MALFORMED))
     frame = spark.read.parquet(str(path))
     present = [c for c in spec.columns if c.name in frame.columns]  # the types were checked before Spark started
     values = {c.name: F.col(f"`{c.name}`").try_cast(c.spark_type) for c in present}  # null when out of range

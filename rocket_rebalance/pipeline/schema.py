@@ -24,6 +24,7 @@ __all__ = [
     "Column",
     "TableSpec",
     "check_snapshot",
+    "exact_parquet_columns",
     "record_batch",
     "struct_of_columns",
 ]
@@ -130,6 +131,36 @@ def _fits(kind: pa.DataType, spark_type: str) -> bool:
     if spark_type == "string":
         return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
     return bool(pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _fits(kind.value_type, "string")
+
+
+def _stored_exactly(kind: pa.DataType, spark_type: str) -> bool:
+    """Whether a Parquet column of Arrow type ``kind`` holds ``spark_type`` itself, not a type Spark must cast."""
+    exact = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_()}.get(spark_type)
+    if exact is not None:
+        return bool(kind == exact)
+    return bool(pa.types.is_list(kind) and kind.value_type == pa.string())  # array<string>, the one nested type
+
+
+def exact_parquet_columns(path: Path, spec: TableSpec) -> tuple[Column, ...] | None:
+    """The spec's columns that a local Parquet table has (those of its first file, as Spark reads them), when every
+    file stores each of them with exactly the spec's type, as fleet-gen and the collector write them; ``None`` when
+    some file stores one otherwise (a cast is needed), or there is no file.
+
+    Spark can then read the table with that schema given: no job to read a footer for the schema, and no cast or
+    malformed-value check per column (a column of the spec's own type holds no value of another), which were most
+    of a run's start on a fresh JVM (benchmarks/RESULTS.md, 2026-11-27)."""
+    import pyarrow.parquet as pq
+
+    files = data_files(path, "parquet")
+    if not files:
+        return None
+    schemas = [pq.read_schema(file) for file in files]
+    present = tuple(c for c in spec.columns if c.name in schemas[0].names)
+    for schema in schemas:
+        for column in present:
+            if column.name in schema.names and not _stored_exactly(schema.field(column.name).type, column.spark_type):
+                return None
+    return present
 
 
 def _parquet_columns(files: list[Path], spec: TableSpec, where: str) -> set[str]:

@@ -433,3 +433,28 @@ def test_a_route_refused_whole_is_refused_with_a_broker_down_too() -> None:
     for down in (set(), {"broker-a"}):
         with pytest.raises(route.RouteError):
             topic_queues("T", routes, down)
+
+
+def test_parquet_stored_with_the_specs_own_types_is_read_with_that_schema(tmp_path: Path) -> None:
+    """exact_parquet_columns: the first file's spec columns when every file stores them with the spec's own types
+    (Spark then reads with that schema, no casts); ``None`` as soon as one file needs a cast, or there is no file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rocket_rebalance.pipeline.schema import INPUT_TABLES, exact_parquet_columns
+
+    spec = INPUT_TABLES["routes"]
+    table = tmp_path / "routes.parquet"
+    table.mkdir()
+    assert exact_parquet_columns(table, spec) is None
+    exact = pa.table({"topic": ["T"], "broker": ["b"], "read_queue_nums": pa.array([4], pa.int32())})
+    pq.write_table(exact, table / "part-0.parquet")
+    assert [c.name for c in exact_parquet_columns(table, spec) or ()] == ["topic", "broker", "read_queue_nums"]
+    wider = exact.set_column(2, "read_queue_nums", pa.array([4], pa.int64()))
+    pq.write_table(wider, table / "part-1.parquet")
+    assert exact_parquet_columns(table, spec) is None
+    members = tmp_path / "members.parquet"
+    views = pa.array([["a", "b"]], pa.list_(pa.string()))
+    pq.write_table(pa.table({"group": ["G"], "client_id": ["a"], "view": views}), members)
+    found = exact_parquet_columns(members, INPUT_TABLES["members"])
+    assert [c.name for c in found or ()] == ["group", "client_id", "view"]
