@@ -136,19 +136,23 @@ def _read(spark: SparkSession, path: Path | str, fmt: str, spec: TableSpec) -> D
         ]
         malformed = F.when(F.col(line).isNotNull(), F.coalesce(*wrong, F.lit(NOT_AN_OBJECT)))
         return frame.select(*[F.col(f"`{c.name}`") for c in spec.columns], malformed.alias(MALFORMED))
+    # stored as the spec says (exact): read with that schema given, nothing to cast, nothing can be malformed
     exact = exact_parquet_columns(Path(path), spec) if _is_local(str(path)) else None
-    if exact is not None:  # stored as the spec says: read with that schema, nothing to cast, nothing malformed
+    if exact is not None:
         frame = spark.read.schema(", ".join(f"`{c.name}` {c.spark_type}" for c in exact)).parquet(str(path))
-        absent = {c.name: F.lit(None).cast(c.spark_type).alias(c.name) for c in spec.columns if c not in exact}
-        read = [absent.get(c.name, F.col(f"`{c.name}`")) for c in spec.columns]
-        return frame.select(*read, F.lit(None).cast("string").alias(MALFORMED))
-    frame = spark.read.parquet(str(path))
-    present = [c for c in spec.columns if c.name in frame.columns]  # the types were checked before Spark started
-    values = {c.name: F.col(f"`{c.name}`").try_cast(c.spark_type) for c in present}  # null when out of range
+        present = list(exact)
+    else:
+        frame = spark.read.parquet(str(path))
+        present = [c for c in spec.columns if c.name in frame.columns]  # the types were checked before Spark started
+    values = {
+        c.name: F.col(f"`{c.name}`") if exact is not None else F.col(f"`{c.name}`").try_cast(c.spark_type)
+        for c in present
+    }  # a cast gives null when out of range
     malformed = F.coalesce(
         *[
             F.when(F.col(f"`{c.name}`").isNotNull() & values[c.name].isNull(), F.lit(type_reason(c.name, c.spark_type)))
             for c in present
+            if exact is None
         ],
         F.lit(None).cast("string"),
     )

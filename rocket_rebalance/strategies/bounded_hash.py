@@ -34,7 +34,7 @@ from functools import lru_cache
 from itertools import repeat
 from typing import NamedTuple
 
-from rocket_rebalance.model import MessageQueue, queue_md5_hashes
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.strategies.base import (
     AllocationError,
     CheckedStrategy,
@@ -120,8 +120,7 @@ class AllocateMessageQueueConsistentHashBounded(CheckedStrategy[_Walk]):
             room = dict.fromkeys(cids, self.cap(len(mq_all), len(cids)))
         limited = sizes is None and self.eps == 0 and remainder > 0
         big_slots = remainder if limited else len(cids)  # how many more consumers may go above the floor
-        hash_of = self.hash_function
-        hashes = queue_md5_hashes(mq_all) if hash_of is None else [hash_of(str(mq)) for mq in mq_all]
+        hashes = self._rings.queue_hashes(mq_all)
         if not limited:
             # big_slots never runs out and every room is at least the floor: room left is simply load < room. The
             # walk of nearly every group (the pipeline compares every group under this strategy), so it is kept

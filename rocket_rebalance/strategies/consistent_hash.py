@@ -282,7 +282,8 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
             self._rings.pop(oldest, None)
         return cached
 
-    def _hashes(self, mq_all: Sequence[MessageQueue]) -> list[int]:
+    def queue_hashes(self, mq_all: Sequence[MessageQueue]) -> list[int]:
+        """Each queue's point on this strategy's ring (its hash of ``MessageQueue.toString()``), in order."""
         if self.hash_function is None:
             return queue_md5_hashes(mq_all)
         return [self.hash_function(str(mq)) for mq in mq_all]
@@ -293,7 +294,7 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
             return [None] * len(mq_all)
         # past the last point wraps to the first: one more owner at the end, so both lookups run in C (map)
         wrapped = [*ring.owners, ring.owners[0]]
-        return list(map(wrapped.__getitem__, map(bisect_left, repeat(ring.points), self._hashes(mq_all))))
+        return list(map(wrapped.__getitem__, map(bisect_left, repeat(ring.points), self.queue_hashes(mq_all))))
 
     def prepare(self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> Routed:
         return (mq_all, cid_all, self.ring(cid_all))
@@ -306,7 +307,7 @@ class AllocateMessageQueueConsistentHash(CheckedStrategy[Routed]):
         if not ring.points:
             return []
         ends, mine = arcs(ring, cid_all[index])
-        return list(compress(mq_all, map(mine.__getitem__, map(bisect_left, repeat(ends), self._hashes(mq_all)))))
+        return list(compress(mq_all, map(mine.__getitem__, map(bisect_left, repeat(ends), self.queue_hashes(mq_all)))))
 
     def owners(
         self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
