@@ -8,6 +8,10 @@ loop alone. The codes run one after the other, round after round (interleaved), 
 shared machine falls on all of them alike; the table gives every round and the median per group, and the last
 column is each code's median over the first code's (the control's). CPU time, not wall time: another session's
 work on the same cores slows a process's wall clock more than its CPU clock (both still suffer from shared caches).
+
+``--without-comparison`` adds, for each code, a run with the strategy comparison left out (the analysis module's
+comparison function replaced by one that does nothing; ``comparison`` since it has its own module, ``_comparison``
+before): what the rest of a group's analysis (both sides, their movement, the group row) costs on its own.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from rocket_rebalance.pipeline.analysis import analyze_group, load_scenario
 fleet, scenario = Path(sys.argv[1]), load_scenario(json.loads(sys.argv[2]))
 tables = ("routes", "members", "subscriptions", "groups", "offsets")
 rows = reference.assemble_groups(reference._split("before", reference.read_snapshot(fleet, tables), []), None, True)
+if sys.argv[3] == "without comparison":
+    from rocket_rebalance.pipeline import analysis
+    setattr(analysis, "comparison" if hasattr(analysis, "comparison") else "_comparison", lambda *args: None)
 gc.collect()
 gc.disable()
 started = time.process_time()
@@ -45,12 +52,13 @@ print(json.dumps({"seconds": spent, "groups": len(rows), "analysed": analysed, "
 ``assemble_groups``, ``analyze_group``, ``load_scenario`` from ``analysis``) is the same since the first pipeline."""
 
 
-def analysis_seconds(code: Path, fleet: Path) -> dict[str, float]:
-    """One fresh process of ``code``: CPU seconds of analysing every group of ``fleet`` once, and counts."""
+def analysis_seconds(code: Path, fleet: Path, mode: str = "whole") -> dict[str, float]:
+    """One fresh process of ``code``: CPU seconds of analysing every group of ``fleet`` once, and counts;
+    ``mode`` "without comparison" leaves the strategy comparison out."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         # -P: PYTHONPATH's code, not the current folder's (see pipeline.py's control_runs)
-        [sys.executable, "-P", "-c", DRIVER, str(fleet), json.dumps(SCENARIO)],
+        [sys.executable, "-P", "-c", DRIVER, str(fleet), json.dumps(SCENARIO), mode],
         env=env,
         capture_output=True,
         text=True,
@@ -68,23 +76,29 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--codes", nargs="+", default=["5aaa92d", "main", "."], help="commits, or . for this tree")
     parser.add_argument("--workdir", default=None, help="where the fleet and the codes go (default: a temp folder)")
+    parser.add_argument(
+        "--without-comparison", action="store_true", help="also time each code with the strategy comparison left out"
+    )
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="rr-cost-")).resolve()
     fleets(work, [args.groups])
     fleet = work / f"fleet-{args.groups}"
-    codes = {name: REPO if name == "." else code_of(name, work) for name in args.codes}
-    spent: dict[str, list[float]] = {name: [] for name in codes}
+    paths = {name: REPO if name == "." else code_of(name, work) for name in args.codes}
+    modes = ["whole", "without comparison"] if args.without_comparison else ["whole"]
+    # each run: (label, code, mode); "-cmp" marks a run without the comparison
+    runs = {(name if mode == "whole" else f"{name} -cmp"): (paths[name], mode) for name in args.codes for mode in modes}
+    spent: dict[str, list[float]] = {name: [] for name in runs}
     counts: dict[str, dict[str, float]] = {}
     for round_ in range(args.rounds):
-        for name, code in codes.items():
-            found = analysis_seconds(code, fleet)
+        for name, (code, mode) in runs.items():
+            found = analysis_seconds(code, fleet, mode)
             spent[name].append(found["seconds"])
             counts[name] = found
             print(f"   (round {round_ + 1}, {name}: {found['seconds']:.2f} s)", flush=True)
     rounds = "".join(f" {f'round {r + 1}':>8}" for r in range(args.rounds))
     print(f"\n{'code':<12}{rounds} {'groups':>7} {'analysed':>9} {'rows out':>10} {'ms/group':>9} {'/ first':>8}")
     first = statistics.median(spent[args.codes[0]])
-    for name in codes:
+    for name in runs:
         median = statistics.median(spent[name])
         found = counts[name]
         print(

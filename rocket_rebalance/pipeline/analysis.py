@@ -31,7 +31,7 @@ from __future__ import annotations
 import gc
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,6 +41,7 @@ from rocket_rebalance.pipeline.movement import Moves, Offsets, compare_sides, ex
 from rocket_rebalance.pipeline.observed import check_observed
 from rocket_rebalance.pipeline.rows import GroupRow, Tables
 from rocket_rebalance.pipeline.scenario import Scenario, apply_scenario, load_scenario
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 from rocket_rebalance.pipeline.sides import analyze_side
 
 # Offsets, Scenario, exposure and load_scenario are re-exported for modules that import them from here (worker.py,
@@ -66,9 +67,14 @@ def gc_paused() -> Iterator[None]:
 
 
 def analyze_group(
-    row: Mapping[str, Any], scenario: Scenario | None = None, compare: bool = False, out: Tables | None = None
+    row: Mapping[str, Any],
+    scenario: Scenario | None = None,
+    compare: bool = False,
+    out: Tables | None = None,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> Tables:
-    """Everything the pipeline reports about one consumer group; ``compare`` when an after side is given.
+    """Everything the pipeline reports about one consumer group; ``compare`` when an after side is given, and then
+    the change replayed under each of the ``compared`` strategies (the comparison table; none when empty).
 
     The rows are added to ``out`` (a batch's tables; new tables when not given), which is returned. With a
     ``scenario``, the after side is the before side with the scenario applied (``row["after"]`` is ignored).
@@ -97,7 +103,7 @@ def analyze_group(
         if after is not None and before.ok and after.ok:
             moves = Moves(row.get("offsets") or {})
             moved, minimum, exposed, paused = compare_sides(before, after, moves, out)
-            comparison(group, before, after, moves, out)
+            comparison(group, before, after, moves, out, compared)
     rebalances = False
     if after is not None:
         topics = set(before.inputs) | set(after.inputs)

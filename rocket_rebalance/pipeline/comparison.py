@@ -187,15 +187,23 @@ def _max_skew(totals: Sequence[int]) -> float:
     return max(totals) / mean if mean else 1.0  # no queue held: no skew, as the skew table says
 
 
-def comparison(group: str, before: Side, after: Side, moves: Moves, out: Tables) -> None:
-    """The same membership and route change under each compared strategy and the group's current one.
+def comparison(
+    group: str,
+    before: Side,
+    after: Side,
+    moves: Moves,
+    out: Tables,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
+) -> None:
+    """The same membership and route change under each of the ``compared`` strategies and the group's current one
+    (nothing at all when ``compared`` is empty: see :func:`~.settings.compared_strategies`).
 
     ``max_skew`` is over the topics together, which is what a strategy spanning them balances.
     """
-    if BROADCASTING in (before.model, after.model) or before.strategy is None or after.strategy is None:
+    if not compared or BROADCASTING in (before.model, after.model) or before.strategy is None or after.strategy is None:
         return
     candidates: list[tuple[str, bool, AllocateMessageQueueStrategy, AllocateMessageQueueStrategy]] = [
-        (name, False, parse_strategy(name, None), parse_strategy(name, None)) for name in COMPARED_STRATEGIES
+        (name, False, parse_strategy(name, None), parse_strategy(name, None)) for name in compared
     ]
     candidates.append(("current", True, before.strategy, after.strategy))
     topics = sorted(set(before.inputs) | set(after.inputs), key=java_string_key)

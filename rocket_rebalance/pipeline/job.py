@@ -37,6 +37,7 @@ from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot, exact_parquet_columns
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES, compared_strategies
 from rocket_rebalance.pipeline.validate import (
     DUPLICATE_ROUTE,
     NAME_PATTERN,
@@ -363,6 +364,7 @@ def run_impact(
     inputs: Sequence[Path | str] = (),
     writer: WriterSpec | None = None,
     spark_log: Path | None = None,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> ImpactResult:
     """Run the whole impact analysis; ``after`` and ``scenario`` are exclusive (neither: the snapshot alone).
 
@@ -372,6 +374,7 @@ def run_impact(
     earlier run's output). ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped.
     ``writer`` says who writes the tables (default: the executors, with pyarrow; see :mod:`.writers`).
     ``spark_log``: where the JVM a new session starts writes its output (see :func:`build_session`).
+    ``compared``: the strategies the comparison table replays the change under (none: no comparison).
     """
     _check_arguments(after, scenario, partitions, master if spark is None else "")
     log = _StepLog(progress)
@@ -396,7 +399,7 @@ def run_impact(
         clear_output(target)
         written = write_tables(
             groups, rejected, target if _is_local(out_text) else out_text, writer or WriterSpec(), scenario, compare,
-            log,
+            log, compared,
         )  # fmt: skip
         rows = written.rows
         data = written.report.data(_report_title(scenario, after, snapshot))
@@ -596,6 +599,7 @@ def run_from_args(
             writer=writer_spec(args.writer, args.format, args.write_option, args.table_prefix),
             inputs=[scenario_path] if scenario_path is not None else [],
             spark_log=log,
+            compared=compared_strategies(args.compare),
         )
 
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
+
 __all__ = [
     "FLAT_FORMATS",
     "MAX_GROUPS",
@@ -149,6 +151,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"partitions of the per-group work, 1 to {MAX_PARTITIONS} (default: 4 per core)",
     )
     parser.add_argument("--no-report", action="store_true", help="skip the Markdown report and charts")
+    parser.add_argument(
+        "--compare",
+        default=",".join(COMPARED_STRATEGIES),
+        metavar="STRATEGIES",
+        help="with --after or --scenario: the strategies the comparison table replays each group's change under, "
+        "beside its current one, comma-separated (default: %(default)s), or none: no comparison, a faster run",
+    )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     parser.add_argument(
         "--writer",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, OUTPUT_TABLES, check_snapshot
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 from rocket_rebalance.pipeline.validate import (
     DUPLICATE_ROUTE,
     NOT_AN_OBJECT,
@@ -211,7 +212,12 @@ def flatten(results: Iterable[RowTables]) -> Tables:
 
 
 def _results(
-    snapshot: Path, after: Path | None, scenario: Scenario | None, rejected: list[Row], chunk: int
+    snapshot: Path,
+    after: Path | None,
+    scenario: Scenario | None,
+    rejected: list[Row],
+    chunk: int,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> Iterator[RowTables]:
     """The analysis' tables, ``chunk`` groups at a time (the garbage collector paused while a chunk is analysed,
     as the Spark workers do)."""
@@ -223,14 +229,19 @@ def _results(
         tables = RowTables()
         with gc_paused():
             for row in batch:
-                analyze_group(row, scenario, compare, tables)
+                analyze_group(row, scenario, compare, tables, compared)
         yield tables
 
 
-def run_reference(snapshot: Path, after: Path | None = None, scenario: Scenario | None = None) -> Tables:
+def run_reference(
+    snapshot: Path,
+    after: Path | None = None,
+    scenario: Scenario | None = None,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
+) -> Tables:
     """The whole analysis in this process; returns the output tables (``rejected`` includes row-level checks)."""
     rejected: list[Row] = []
-    flat = flatten(_results(snapshot, after, scenario, rejected, 2_000))
+    flat = flatten(_results(snapshot, after, scenario, rejected, 2_000, compared))
     flat["rejected"] = rejected + flat["rejected"]
     return flat
 

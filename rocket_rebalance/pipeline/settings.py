@@ -7,7 +7,14 @@ import json
 from rocket_rebalance.model import MessageModel, MessageQueue
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
-__all__ = ["BROADCASTING", "CLUSTERING", "COMPARED_STRATEGIES", "MESSAGE_MODELS", "parse_strategy"]
+__all__ = [
+    "BROADCASTING",
+    "CLUSTERING",
+    "COMPARED_STRATEGIES",
+    "MESSAGE_MODELS",
+    "compared_strategies",
+    "parse_strategy",
+]
 
 CLUSTERING = MessageModel.CLUSTERING.value
 BROADCASTING = MessageModel.BROADCASTING.value
@@ -16,6 +23,27 @@ MESSAGE_MODELS = (CLUSTERING, BROADCASTING)
 COMPARED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED", "CROSS_TOPIC")
 """Strategies every clustering group is compared under (default options), beside its own current strategy.
 CROSS_TOPIC (inner AVG) plans all the group's topics together; its rows are still per topic, cut from that plan."""
+
+
+def compared_strategies(text: str) -> tuple[str, ...]:
+    """The strategies of ``impact --compare``: names of :data:`COMPARED_STRATEGIES`, comma-separated, in the
+    order given; ``none`` for no strategy comparison at all (not even the group's current strategy).
+
+    The comparison is most of a group's analysis (benchmarks/RESULTS.md: about 60%), and an operator asking what a
+    change does under the groups' own strategies does not need it replayed under five others."""
+    if text.strip().lower() == "none":
+        return ()
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in COMPARED_STRATEGIES]
+    if unknown:
+        raise ValueError(
+            f"--compare {text!r}: {', '.join(map(repr, unknown))} is not a compared strategy "
+            f"(give some of {','.join(COMPARED_STRATEGIES)}, comma-separated, or none)"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"--compare {text!r} names a strategy twice")
+    return tuple(names)
+
 
 _strategy_cache: dict[tuple[str, str], AllocateMessageQueueStrategy] = {}
 

@@ -29,6 +29,7 @@ from rocket_rebalance.pipeline.analysis import Offsets, Scenario, analyze_group,
 from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.rows import Tables
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, record_batch, struct_of_columns
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 
 __all__ = [
     "COUNT_SCHEMA",
@@ -89,7 +90,9 @@ def offsets_per_group(column: pa.ListArray) -> list[Offsets | None]:
     ]
 
 
-def analyze_rows(batch: pa.RecordBatch, scenario: Scenario | None, compare: bool) -> Tables:
+def analyze_rows(
+    batch: pa.RecordBatch, scenario: Scenario | None, compare: bool, compared: Sequence[str] = COMPARED_STRATEGIES
+) -> Tables:
     """Every group of an Arrow batch through :func:`analyze_group`, into one set of tables."""
     names = batch.schema.names
     columns = [
@@ -97,7 +100,7 @@ def analyze_rows(batch: pa.RecordBatch, scenario: Scenario | None, compare: bool
     ]
     tables = Tables()
     for values in zip(*columns, strict=True):
-        analyze_group(dict(zip(names, values, strict=True)), scenario, compare, tables)
+        analyze_group(dict(zip(names, values, strict=True)), scenario, compare, tables, compared)
     return tables
 
 
@@ -168,6 +171,7 @@ def write_batches(
     scenario: Scenario | None = None,
     compare: bool = False,
     part: str | None = None,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: analyse each Arrow batch of groups, write its rows, and yield the counts at the end.
 
@@ -179,7 +183,7 @@ def write_batches(
     try:
         for batch in batches:
             with gc_paused():
-                tables = analyze_rows(batch, scenario, compare)
+                tables = analyze_rows(batch, scenario, compare, compared)
                 parts.add(tables)
                 for table, rows in tables.items():
                     writers.write(table, rows.columns)
@@ -194,7 +198,10 @@ def write_batches(
 
 
 def row_batches(
-    batches: Iterable[pa.RecordBatch], scenario: Scenario | None = None, compare: bool = False
+    batches: Iterable[pa.RecordBatch],
+    scenario: Scenario | None = None,
+    compare: bool = False,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of ``--writer spark``: each Arrow batch of groups analysed, its rows yielded as one
     :data:`ROWS_SCHEMA` batch per table, so the rows of a table lie together (Spark's cache can skip the others'
@@ -202,7 +209,7 @@ def row_batches(
     parts = _parts(compare)
     for batch in batches:
         with gc_paused():
-            tables = analyze_rows(batch, scenario, compare)
+            tables = analyze_rows(batch, scenario, compare, compared)
             parts.add(tables)
             for table, rows in tables.items():
                 if rows:

@@ -18,7 +18,7 @@ Both give the same tables with the same columns in the same order; the rows reje
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,9 +26,14 @@ from rocket_rebalance.pipeline.analysis import Scenario
 from rocket_rebalance.pipeline.options import WriterSpec
 from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, Row
+
+    Worker = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+    """A ``mapInArrow`` body with its settings bound (:mod:`.worker`)."""
 
 __all__ = ["Written", "table_location", "write_tables"]
 
@@ -57,19 +62,27 @@ def write_tables(
     scenario: Scenario | None,
     compare: bool,
     log: Callable[[str], None],
+    compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> Written:
     """Analyse the assembled ``groups`` (one row per group) and write every output table with ``spec``'s writer;
-    ``rejected`` holds the rows the row checks refused (``group`` and the ``rejected`` table's columns)."""
+    ``rejected`` holds the rows the row checks refused (``group`` and the ``rejected`` table's columns);
+    ``compared``: the strategies of the comparison table (see :func:`~.settings.compared_strategies`)."""
     from pyspark import StorageLevel
+
+    from rocket_rebalance.pipeline.worker import row_batches, write_batches
 
     rejected = rejected.select("group", *(f.name for f in OUTPUT_TABLES["rejected"])).persist(
         StorageLevel.MEMORY_AND_DISK  # written, then counted by reason: the row checks run once
     )
     try:
         if spec.writer == "spark":
-            written = _with_spark(groups, rejected, out, spec, scenario, compare, log)
+            worker = functools.partial(row_batches, scenario=scenario, compare=compare, compared=tuple(compared))
+            written = _with_spark(groups, rejected, out, spec, worker, compare, log)
         else:
-            written = _with_pyarrow(groups, rejected, out, scenario, compare, log)
+            worker = functools.partial(
+                write_batches, out=out, scenario=scenario, compare=compare, compared=tuple(compared)
+            )
+            written = _with_pyarrow(groups, rejected, out, worker, compare, log)
         for row in rejected.groupBy("side", "table", "reason").count().collect():
             written.report.rejected[(row["side"], row["table"], row["reason"])] += int(row["count"])
             written.rows["rejected"] += int(row["count"])
@@ -91,16 +104,15 @@ def _with_pyarrow(
     groups: DataFrame,
     rejected: DataFrame,
     out: str,
-    scenario: Scenario | None,
+    worker: Worker,
     compare: bool,
     log: Callable[[str], None],
 ) -> Written:
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, REPORT_TAG, complete_output, write_batches
+    from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, REPORT_TAG, complete_output
 
     log("analyzing groups (mapInArrow over Arrow batches; executors write the tables with pyarrow)")
-    worker = functools.partial(write_batches, out=out, scenario=scenario, compare=compare)
     rows = dict.fromkeys(OUTPUT_TABLES, 0)
     reports = []
     for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
@@ -119,7 +131,7 @@ def _with_spark(
     rejected: DataFrame,
     out: str,
     spec: WriterSpec,
-    scenario: Scenario | None,
+    worker: Worker,
     compare: bool,
     log: Callable[[str], None],
 ) -> Written:
@@ -127,10 +139,9 @@ def _with_spark(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from rocket_rebalance.pipeline.worker import REPORT_TAG, ROWS_SCHEMA, TABLE_TAG, row_batches
+    from rocket_rebalance.pipeline.worker import REPORT_TAG, ROWS_SCHEMA, TABLE_TAG
 
     log("analyzing groups (mapInArrow over Arrow batches; rows back to Spark, persisted once)")
-    worker = functools.partial(row_batches, scenario=scenario, compare=compare)
     # memory first, disk when it does not fit: the frame is read once per table and must not be recomputed
     analysed = groups.mapInArrow(worker, from_arrow_schema(ROWS_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -124,6 +124,7 @@ def test_a_failure_inside_spark_is_one_line(
         format=None,
         write_option=[],
         table_prefix=None,
+        compare="none",
     )
     with pytest.raises(ImpactError) as raised:
         run_from_args(args, spark=spark)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +12,7 @@ from rocket_rebalance.pipeline import comparison
 from rocket_rebalance.pipeline.analysis import analyze_group
 from rocket_rebalance.pipeline.rows import as_dicts
 from rocket_rebalance.pipeline.scenario import load_scenario
+from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES, compared_strategies
 
 BROKERS = ("broker-a", "broker-b", "broker-c")
 CIDS = [f"10.0.{k % 3}.{k}@{4000 + k}#1700000{k}" for k in range(7)]
@@ -87,3 +89,35 @@ def test_a_shape_seen_before_is_reused() -> None:
     remembered = len(comparison._shaped)
     analyze_group(group_row(2, shape)[0], SCENARIOS[scenario])
     assert remembered > 0 and len(comparison._shaped) == remembered
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups, st.lists(st.sampled_from(COMPARED_STRATEGIES), unique=True))
+def test_fewer_compared_strategies_leave_every_other_row_as_it_was(shape: tuple[Any, ...], names: list[str]) -> None:
+    """``impact --compare``: with some of the strategies, the comparison has their rows and the current one's,
+    each with the figures of the whole comparison; with none, no comparison row at all; every other table is the
+    same either way."""
+    row, scenario = group_row(0, shape)
+    whole = as_dicts(analyze_group(row, SCENARIOS[scenario]))
+    fewer = as_dicts(analyze_group(row, SCENARIOS[scenario], compared=tuple(names)))
+    assert {name: rows for name, rows in fewer.items() if name != "comparison"} == {
+        name: rows for name, rows in whole.items() if name != "comparison"
+    }
+    by_strategy = {r["strategy"]: r for r in whole["comparison"]}
+    expected = [by_strategy[name] for name in [*names, "current"]] if names and by_strategy else []
+    assert fewer["comparison"] == expected
+
+
+def test_compare_names_some_strategies_in_their_order_or_none() -> None:
+    assert compared_strategies(",".join(COMPARED_STRATEGIES)) == COMPARED_STRATEGIES
+    assert compared_strategies("CROSS_TOPIC, AVG") == ("CROSS_TOPIC", "AVG")
+    assert compared_strategies("none") == compared_strategies(" NONE ") == ()
+    for text, said in [
+        ("AVG,MACHINE_ROOM", "'MACHINE_ROOM' is not a compared strategy"),
+        ("", "'' is not a compared strategy"),
+        ("AVG,,CROSS_TOPIC", "'' is not a compared strategy"),
+        ("avg", "'avg' is not a compared strategy"),
+        ("AVG,AVG", "names a strategy twice"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            compared_strategies(text)

@@ -76,6 +76,26 @@ def test_sample_with_scenario_equals_the_reference(spark: Any, tmp_path: Path) -
     assert json.loads((tmp_path / "summary.json").read_text())["totals"]["groups"] == 6
 
 
+@pytest.mark.parametrize(("compared", "writer"), [(("CONSISTENT_HASH", "AVG"), "pyarrow"), ((), "spark")])
+def test_fewer_compared_strategies_reach_the_executors(
+    spark: Any, tmp_path: Path, compared: tuple[str, ...], writer: str
+) -> None:
+    """``--compare``: the executors (either writer) compare the named strategies only, as the reference does, and
+    the report's comparison lists those; with none, the comparison table is empty and the others are whole."""
+    from rocket_rebalance.pipeline.options import WriterSpec
+
+    scenario = load_scenario(SAMPLE_SCENARIO.read_text())
+    run(spark, SAMPLE_SNAPSHOT, tmp_path, scenario=scenario, compared=compared, writer=WriterSpec(writer))
+    reference = run_reference(SAMPLE_SNAPSHOT, scenario=scenario, compared=compared)
+    assert_same(tmp_path, reference)
+    strategies = {row["strategy"] for row in spark_tables(tmp_path)["comparison"]}
+    assert strategies == ({*compared, "current"} if compared else set())
+    assert reference["groups"] == run_reference(SAMPLE_SNAPSHOT, scenario=scenario)["groups"]
+    section = (tmp_path / "report.md").read_text().split("## Strategy comparison")[1].split("##")[0]
+    listed = {line.split("|")[1].strip() for line in section.splitlines()[4:] if line.startswith("|")}
+    assert listed == strategies and ("(none)" in section) == (not compared)
+
+
 def test_an_output_uri_gets_the_tables_the_summary_and_the_report(spark: Any, tmp_path: Path) -> None:
     """A URI --out goes through the file systems of Spark (rejected rows, aggregates) and pyarrow (the rest)."""
     scenario = load_scenario(SAMPLE_SCENARIO.read_text())

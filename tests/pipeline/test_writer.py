@@ -114,6 +114,7 @@ def test_save_as_table_with_a_prefix_into_the_session_catalog(spark: Any, expect
         (["--writer", "spark", "--write-option", "gzip"], "--write-option expects key=value, got 'gzip'"),
         (["--writer", "spark", "--format", "org.apache.Foo"], "--format 'org.apache.Foo' is not a data source"),
         (["--writer", "spark", "--format", "csv"], "--format csv cannot hold the list columns"),  # no Spark run
+        (["--compare", "AVG,MACHINE_ROOM"], "--compare 'AVG,MACHINE_ROOM': 'MACHINE_ROOM' is not a compared strategy"),
     ],
 )
 def test_bad_writer_options_are_one_line_before_spark_starts(
