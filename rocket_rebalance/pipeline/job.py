@@ -346,6 +346,10 @@ PARTIAL_NOTE = (
 )
 
 
+NO_COMPARISON_NOTE = "**No strategy comparison**: the run was asked for none (`--compare none`)"
+"""The report's note when the comparison table is empty because it was not asked for."""
+
+
 def _is_local(path: str | Path) -> bool:
     return "://" not in str(path)
 
@@ -404,6 +408,8 @@ def run_impact(
         rows = written.rows
         data = written.report.data(_report_title(scenario, after, snapshot))
         data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in found.partial]
+        if compare and not compared:
+            data.notes.append(NO_COMPARISON_NOTE)
         report_path = _publish_summary(data, rows, found.partial, target, out_text if report else None)
         seconds = log.seconds()
         log(

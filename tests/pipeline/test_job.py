@@ -94,6 +94,7 @@ def test_fewer_compared_strategies_reach_the_executors(
     section = (tmp_path / "report.md").read_text().split("## Strategy comparison")[1].split("##")[0]
     listed = {line.split("|")[1].strip() for line in section.splitlines()[4:] if line.startswith("|")}
     assert listed == strategies and ("(none)" in section) == (not compared)
+    assert ("**No strategy comparison**" in (tmp_path / "report.md").read_text()) == (not compared)
 
 
 def test_an_output_uri_gets_the_tables_the_summary_and_the_report(spark: Any, tmp_path: Path) -> None:
