@@ -300,21 +300,15 @@ def write_fleet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rocket_rebalance.pipeline.schema import INPUT_TABLES
+    from rocket_rebalance.pipeline.schema import ARROW_TYPES, INPUT_TABLES
 
-    types = {
-        "string": pa.string(),
-        "int": pa.int32(),
-        "bigint": pa.int64(),
-        "boolean": pa.bool_(),
-        "array<string>": pa.list_(pa.string()),
-    }
     written = [name for name in TABLES if name != "rejected" and (observed or name != "observed")]
     buffers: dict[str, list[Row]] = {name: [] for name in written}
     counts = dict.fromkeys(written, 0)
     writers: dict[str, Any] = {}
     schemas = {
-        name: pa.schema([pa.field(c.name, types[c.spark_type]) for c in INPUT_TABLES[name].columns]) for name in written
+        name: pa.schema([pa.field(c.name, ARROW_TYPES[c.spark_type]) for c in INPUT_TABLES[name].columns])
+        for name in written
     }
 
     def flush(name: str) -> None:

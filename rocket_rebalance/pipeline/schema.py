@@ -19,6 +19,7 @@ import pyarrow as pa
 from rocket_rebalance.snapshot_folder import SnapshotError, data_files, has_table, table_path
 
 __all__ = [
+    "ARROW_TYPES",
     "INPUT_TABLES",
     "OUTPUT_TABLES",
     "Column",
@@ -133,12 +134,22 @@ def _fits(kind: pa.DataType, spark_type: str) -> bool:
     return bool(pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _fits(kind.value_type, "string")
 
 
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "boolean": pa.bool_(),
+    "array<string>": pa.list_(pa.string()),
+}
+"""The Arrow type of each input column type: what fleet-gen writes, and what a file storing a column exactly holds."""
+
+
 def _stored_exactly(kind: pa.DataType, spark_type: str) -> bool:
     """Whether a Parquet column of Arrow type ``kind`` holds ``spark_type`` itself, not a type Spark must cast."""
-    exact = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_()}.get(spark_type)
-    if exact is not None:
-        return bool(kind == exact)
-    return bool(pa.types.is_list(kind) and kind.value_type == pa.string())  # array<string>, the one nested type
+    expected = ARROW_TYPES[spark_type]
+    if pa.types.is_list(expected):  # the item field's name and nullability are the writer's own
+        return bool(pa.types.is_list(kind) and kind.value_type == expected.value_type)
+    return bool(kind == expected)
 
 
 def exact_parquet_columns(path: Path, spec: TableSpec) -> tuple[Column, ...] | None:
