@@ -338,15 +338,26 @@ def _medians(runs: list[Run], count: int) -> tuple[float, float, float, float]:
     )
 
 
+def _engine_settings() -> Any:
+    """The consumer's ``EngineSettings`` class, where the code running has it: ``runtime.settings`` since issue 36,
+    ``runtime.engine`` in a ``py-base`` baseline from before."""
+    try:
+        from rocket_rebalance.runtime import settings
+    except ImportError:
+        from rocket_rebalance.runtime import engine as settings  # type: ignore[no-redef]
+    return settings.EngineSettings
+
+
 def _consumer(args: argparse.Namespace) -> int:
     """One of our consumers, as the Java program behaves: count, report, shut down. Its log (stderr) starts with
     the package it runs, so a ``py-base`` run can be seen to run the baseline's code."""
     import rocket_rebalance
 
     print(f"package {rocket_rebalance.__file__}", file=sys.stderr, flush=True)
-    from rocket_rebalance.core import ConsumeFromWhere
+    from rocket_rebalance.model import ConsumeFromWhere
     from rocket_rebalance.runtime.consumer import PushConsumer
-    from rocket_rebalance.runtime.engine import EngineSettings
+
+    engine_settings = _engine_settings()
 
     count = [0]
     lock = threading.Lock()
@@ -388,7 +399,7 @@ def _consumer(args: argparse.Namespace) -> int:
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         consume_orderly=args.orderly,
         fenced_handover=not args.no_fence,
-        settings=EngineSettings(consume_message_batch_max_size=args.batch),
+        settings=engine_settings(consume_message_batch_max_size=args.batch),
         metrics=registry if registry is not None else False,
     )
     mark("STARTING")
@@ -407,13 +418,14 @@ def _other_api(args: argparse.Namespace, mark: Callable[[str], None]) -> int:
     """The same drain with the asyncio push consumer, or a pull consumer (threaded or asyncio) polling batches of
     32: counted as the push listener counts, ``FIRST`` at the first message and ``DONE`` at the last."""
     from rocket_rebalance import AsyncPullConsumer, AsyncPushConsumer, ConsumeFromWhere, PullConsumer
-    from rocket_rebalance.runtime.engine import EngineSettings
+
+    engine_settings = _engine_settings()
 
     options: dict[str, Any] = {
         "topics": [args.topic],
         "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         "fenced_handover": not args.no_fence,
-        "settings": EngineSettings(consume_message_batch_max_size=args.batch),
+        "settings": engine_settings(consume_message_batch_max_size=args.batch),
     }
     count = 0
 

@@ -334,3 +334,56 @@ def test_the_command_line_loads_no_lab_module(argv: list[str]) -> None:
     if argv:
         assert "allocate-mq" in done.stdout  # the help was printed: the command line was really parsed
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+ENGINE_PARTS = ("brokers", "pulling", "dispatch", "polling", "callbacks", "service", "settings", "steps")
+
+
+def test_no_part_of_the_runtime_imports_the_driver() -> None:
+    """The engine's parts reach the engine through the service interface (``runtime/service.py``), never by
+    importing the driver: only the two engines built on it, the consumers that make them and the metrics
+    endpoint that reads one import it."""
+    users = {"engine", "async_engine", "consumer", "prometheus"}
+    importers = {
+        path.stem for path in _modules(PACKAGE / "runtime") if "rocket_rebalance.runtime.driver" in _imports(path)
+    }
+    assert importers <= users, f"import the service interface instead: {sorted(importers - users)}"
+    for part in ENGINE_PARTS:
+        assert (PACKAGE / "runtime" / f"{part}.py").exists(), f"runtime/{part}.py is gone: update this rule"
+
+
+def test_push_dispatch_and_polling_do_not_know_each_other() -> None:
+    """A mode is which part exists: push dispatch and polling are two parts, and neither imports the other."""
+    runtime = PACKAGE / "runtime"
+    assert "rocket_rebalance.runtime.polling" not in _imports(runtime / "dispatch.py")
+    assert "rocket_rebalance.runtime.dispatch" not in _imports(runtime / "polling.py")
+
+
+def _string_named_calls(source: str, where: str) -> list[str]:
+    """``Call("name", ...)`` or ``call("name", ...)``: a call to the wire naming the transport's method by a string,
+    which neither mypy nor a rename sees."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        first = node.args[0]
+        named_by_string = isinstance(first, ast.Constant) and isinstance(first.value, str)
+        if callee in ("Call", "call") and (named_by_string or isinstance(first, ast.JoinedStr)):
+            found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_calls_to_the_wire_name_the_transports_method() -> None:
+    """``yield from call(Transport.lock, ...)``, never ``Call("lock", ...)``."""
+    found = [
+        where
+        for path in _modules(PACKAGE)
+        for where in _string_named_calls(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    ]
+    assert not found, f"name the transport's method itself: {found}"
+
+
+def test_the_string_call_check_sees_one() -> None:
+    sample = 'def steps():\n    yield Call("update_offsets", ())\n    yield from call(f"{x}", 1)\n'
+    assert _string_named_calls(sample, "sample") == ["sample:2", "sample:3"]

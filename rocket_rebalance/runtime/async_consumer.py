@@ -22,10 +22,10 @@ from typing import Any
 from rocket_rebalance.model import MessageQueue, check_duration
 from rocket_rebalance.runtime.async_engine import AsyncEngine
 from rocket_rebalance.runtime.consumer import ConsumerBase
-from rocket_rebalance.runtime.driver import MessageListener, QueueListener
-from rocket_rebalance.runtime.offset_store import read_plan
-from rocket_rebalance.runtime.plans import run_async
+from rocket_rebalance.runtime.offset_store import read_steps
 from rocket_rebalance.runtime.pull_consumer import PullBase, _check_poll
+from rocket_rebalance.runtime.settings import MessageListener, QueueListener
+from rocket_rebalance.runtime.steps import run_async
 from rocket_rebalance.runtime.transport import AsyncTransport, Message
 
 __all__ = ["AsyncPullConsumer", "AsyncPushConsumer"]
@@ -137,10 +137,10 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
         while True:
             await self._run_callbacks(engine)
             engine.ready.clear()
-            taken = engine.take(max_messages)  # on the loop: the service context itself
+            taken = engine.polling_part().take(max_messages)  # on the loop: the service context itself
             if taken:
                 return taken
-            if engine.callbacks:
+            if engine.polling_part().callbacks:
                 continue
             left = deadline - time.monotonic()
             if left <= 0:
@@ -152,8 +152,8 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
 
     async def _run_callbacks(self, engine: AsyncEngine) -> None:
         async with self._callbacks_lock:
-            while engine.callbacks:
-                await run_async(engine.callbacks.popleft(), self.transport)
+            while engine.polling_part().callbacks:
+                await run_async(engine.polling_part().callbacks.popleft(), self.transport)
 
     async def commit(self, timeout: float = 5.0) -> bool:
         """Everything polled so far counts as consumed, and the offsets are written now; True once the store has
@@ -165,7 +165,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
             if not answer.done():
                 answer.set_result(ok)
 
-        self._service(lambda engine: engine.commit(answered))
+        self._service(lambda engine: engine.polling_part().commit(answered))
         try:
             return await asyncio.wait_for(asyncio.shield(answer), timeout)
         except TimeoutError:
@@ -174,7 +174,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
     async def committed(self, queue: MessageQueue) -> int | None:
         """The offset stored for ``queue`` (None: none yet): what this consumer knows was written, else read."""
         known = self._committed_here(queue)
-        return known if known is not None else await run_async(read_plan(self._offset_store, queue), self.transport)
+        return known if known is not None else await run_async(read_steps(self._offset_store, queue), self.transport)
 
     async def seek_to_beginning(self, queue: MessageQueue) -> None:
         self.seek(queue, await run_async(self._edge(queue, end=False), self.transport))
@@ -195,7 +195,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
         while not engine.shut_down.is_set() and time.monotonic() < deadline:
             await self._run_callbacks(engine)
             engine.ready.clear()
-            if not engine.callbacks and not engine.shut_down.is_set():
+            if not engine.polling_part().callbacks and not engine.shut_down.is_set():
                 try:
                     await asyncio.wait_for(engine.ready.wait(), max(0.0, deadline - time.monotonic()))
                 except TimeoutError:

@@ -2,7 +2,7 @@
 :class:`~rocket_rebalance.runtime.transport.AsyncTransport`.
 
 The loop is the service context: events and callbacks run as loop callbacks, one at a time, so the core is never
-touched concurrently; timers and the core's ``WakeAt`` are the loop's own (``call_later``). Plans run as tasks,
+touched concurrently; timers and the core's ``WakeAt`` are the loop's own (``call_later``). Steps run as tasks,
 each pool a semaphore of the threaded engine's size (``io_threads`` requests, four broker calls, ``consume_threads``
 listener calls, one rebalance callback at a time, in order); the wire is the transport's streams, so a consumer
 runs no thread of its own. Two things leave the loop: blocking local work that asyncio has no API for (an offset
@@ -26,8 +26,10 @@ from typing import Any
 from rocket_rebalance.core import ShutdownRequested, Started, Tick
 from rocket_rebalance.core.events import Event
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.runtime.driver import BROKER_CALL_THREADS, Driver, Pool
-from rocket_rebalance.runtime.plans import Plan, run_async
+from rocket_rebalance.runtime.driver import Driver
+from rocket_rebalance.runtime.service import Pool, PullDone
+from rocket_rebalance.runtime.settings import BROKER_CALL_THREADS
+from rocket_rebalance.runtime.steps import Steps, run_async
 from rocket_rebalance.runtime.transport import AsyncTransport, Message, PullResult, TransportError
 
 __all__ = ["AsyncEngine"]
@@ -65,12 +67,12 @@ class AsyncEngine(Driver):
         self._loop_thread = threading.get_ident()
         self.transport.attach(self)
         reports: list[asyncio.Future[Event | None]] = []
-        for topic in self._topics:
+        for topic in self.brokers.topics:
             report: asyncio.Future[Event | None] = self._loop.create_future()
             reports.append(report)
-            await run_async(self._fetch_route(topic, partial(_settle, report)), self.transport)
+            await run_async(self.brokers.fetch_route(topic, partial(_settle, report)), self.transport)
         for report in reports:  # each reports once, after its new brokers' heartbeats (bounded by their timeouts)
-            self._post_if_event(await report)
+            self.brokers.post_if_event(await report)
         self.post(Started())
 
     async def shutdown(self, timeout: float = 15.0) -> bool:
@@ -97,9 +99,9 @@ class AsyncEngine(Driver):
 
     async def finish_shutdown(self, deadline: float) -> bool:
         """The second half of :meth:`shutdown`: unregister, close the transport, end every task by ``deadline``."""
-        self._closing.set()  # no new request, heartbeat, pull or reconnect from here
+        self.closing.set()  # no new request, heartbeat, pull or reconnect from here
         clean = await self._unregister_all(deadline)
-        for stream in list(self._open_streams.values()):
+        for stream in list(self.brokers.streams.values()):
             stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
         clean = await self.transport.close(max(0.0, deadline - time.monotonic())) and clean
         self._stopped = True
@@ -127,7 +129,7 @@ class AsyncEngine(Driver):
     async def _unregister_all(self, deadline: float) -> bool:
         """Tell every broker we leave, :data:`BROKER_CALL_THREADS` at a time, until ``deadline``; True when every
         broker answered or failed by then (the rest are abandoned: the transport is closed next)."""
-        brokers = self._brokers()
+        brokers = self.brokers.known()
         if not brokers:
             return True
         slots = asyncio.Semaphore(BROKER_CALL_THREADS)
@@ -135,9 +137,9 @@ class AsyncEngine(Driver):
         async def one(broker: str) -> None:
             async with slots:
                 try:
-                    await run_async(self._unregister(deadline, broker), self.transport)
+                    await run_async(self.brokers.unregister(deadline, broker), self.transport)
                 except Exception as error:
-                    self._unexpected("unregister task", error)
+                    self.unexpected("unregister task", error)
 
         tasks = [asyncio.ensure_future(one(broker)) for broker in brokers]
         _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
@@ -158,7 +160,7 @@ class AsyncEngine(Driver):
         except RuntimeError:  # the loop is closed: the engine ended with it, and nothing is left to tell
             pass
 
-    def _later(self, delay: float, callback: Callable[[], None]) -> None:
+    def later(self, delay: float, callback: Callable[[], None]) -> None:
         assert self._loop is not None
         if self._stopped:
             return
@@ -182,17 +184,17 @@ class AsyncEngine(Driver):
         self._wake = None
         self._serve(Tick())
 
-    def _spawn(self, pool: Pool, what: str, plan: Plan[Any], then: Callable[[Any], None] | None = None) -> bool:
+    def spawn(self, pool: Pool, what: str, steps: Steps[Any], then: Callable[[Any], None] | None = None) -> bool:
         if self._stopped:
-            plan.close()
+            steps.close()
             return False
 
         async def work() -> None:
             async with self._slots[pool]:
                 try:
-                    outcome = await run_async(plan, self.transport)
+                    outcome = await run_async(steps, self.transport)
                 except Exception as error:
-                    self._unexpected(what, error)
+                    self.unexpected(what, error)
                     return
             if then is not None:
                 then(outcome)
@@ -207,9 +209,7 @@ class AsyncEngine(Driver):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _start_pull(self, mq: MessageQueue, generation: int, offset: int, wait_ms: int) -> None:
-        started = time.monotonic()
-
+    def start_pull(self, mq: MessageQueue, offset: int, wait_ms: int, done: PullDone) -> None:
         async def pull() -> None:
             result: PullResult | TransportError
             try:
@@ -219,9 +219,9 @@ class AsyncEngine(Driver):
             except TransportError as error:
                 result = error
             except Exception as error:  # a wire's bug must not end the queue's pulls for good: retried, and said
-                self._unexpected("pull: unexpected error", error)
+                self.unexpected("pull: unexpected error", error)
                 result = TransportError(f"pull of {mq}: {type(error).__name__}: {error}", "INTERNAL")
-            self._serve(partial(self._pull_answered, mq, generation, started, result))
+            self._serve(partial(done, result))
 
         self._track(pull())
 
@@ -231,7 +231,7 @@ class AsyncEngine(Driver):
     def _wait_for(self, done: threading.Event, timeout: float) -> bool:
         return done.wait(timeout)
 
-    def _messages_ready(self) -> None:
+    def messages_ready(self) -> None:
         self.ready.set()
 
     def _describe_runtime(self) -> dict[str, object]:
@@ -239,10 +239,10 @@ class AsyncEngine(Driver):
 
     async def consume_directly(self, message: Message) -> tuple[bool, str]:
         """CONSUME_MESSAGE_DIRECTLY (AsyncBrokerRequests): the listener awaited on one message."""
-        return await run_async(self.consume_directly_plan(message), self.transport)
+        return await run_async(self.consume_directly_steps(message), self.transport)
 
 
 def _settle(future: asyncio.Future[Event | None], event: Event | None) -> None:
-    """A route's report, from the loop (a plan or a broker task's end)."""
+    """A route's report, from the loop (steps or a broker task's end)."""
     if not future.done():
         future.set_result(event)

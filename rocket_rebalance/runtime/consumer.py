@@ -31,7 +31,7 @@ from rocket_rebalance.model import (
     check_group_name,
     check_topic_name,
 )
-from rocket_rebalance.runtime.driver import Driver, EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.driver import Driver
 from rocket_rebalance.runtime.engine import Engine
 from rocket_rebalance.runtime.health import ErrorHook
 from rocket_rebalance.runtime.listener import RebalanceListener
@@ -42,7 +42,8 @@ from rocket_rebalance.runtime.offset_store import (
     OffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.plans import Call, Plan, run
+from rocket_rebalance.runtime.settings import EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.steps import Steps, call, run
 from rocket_rebalance.runtime.transport import AsyncTransport, Transport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_async_transport, open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
@@ -279,7 +280,7 @@ class ConsumerBase(Generic[E]):
             self._remove_metrics()
             self._remove_metrics = None
 
-    def _check_subscriptions(self) -> Plan[None]:
+    def _check_subscriptions(self) -> Steps[None]:
         """As Java's ``checkClientInBroker`` at start: each broker of a topic subscribed with something other than
         tags is asked whether it can filter by it; a refusal (:class:`SubscriptionRefusedError`: the broker's
         ``enablePropertyFilter`` is off, or the expression does not compile) fails the start. A topic whose route
@@ -288,12 +289,12 @@ class ConsumerBase(Generic[E]):
             if expression.expression_type == TAG:
                 continue
             try:
-                route = yield Call("route", (topic,))
+                route = yield from call(Transport.route, topic)
             except TransportError:
                 continue
             for broker in sorted({data.broker_name for data in route.queue_datas}):
-                yield Call(
-                    "check_subscription", (broker, self.config.consumer_group, self.client_id, topic, expression)
+                yield from call(
+                    Transport.check_subscription, broker, self.config.consumer_group, self.client_id, topic, expression
                 )
 
     def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:

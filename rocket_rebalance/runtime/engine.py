@@ -1,7 +1,7 @@
 """The threaded engine: the :class:`~rocket_rebalance.runtime.driver.Driver` on threads and a blocking transport.
 
 One thread (``rebalance-service``, after Java's RebalanceService) is the service context: every event and callback,
-from any thread, goes through its inbox, so the core is never touched concurrently. Plans run on fixed pools of
+from any thread, goes through its inbox, so the core is never touched concurrently. Steps run on fixed pools of
 daemon threads (:class:`~rocket_rebalance.runtime.workers.DaemonPool`): requests on the I/O pool, heartbeats and
 unregisters on small broker pools, the listener on the consume pool, rebalance callbacks on a pool of one (so they
 come in order). Pulls hold no thread while they wait: the transport calls back on its own reader. The service
@@ -27,46 +27,14 @@ from typing import Any
 from rocket_rebalance.core import ShutdownRequested, Started, Tick
 from rocket_rebalance.core.events import Event
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.runtime.driver import (
-    BROKER_CALL_THREADS,
-    HANDOVER_KIND,
-    LOCK_WAIT_KIND,
-    ClientIdSharedError,
-    Driver,
-    EngineSettings,
-    HandoverStuckError,
-    HandoverWithoutOffsetError,
-    ListenerError,
-    LockWaitError,
-    MemberListTooLongError,
-    MessageListener,
-    Pool,
-    QueueListener,
-    RebalanceListenerError,
-    ServiceQuery,
-    SubscriptionMismatchError,
-)
-from rocket_rebalance.runtime.plans import Plan, run
+from rocket_rebalance.runtime.driver import Driver, ServiceQuery
+from rocket_rebalance.runtime.service import Pool, PullDone
+from rocket_rebalance.runtime.settings import BROKER_CALL_THREADS
+from rocket_rebalance.runtime.steps import Steps, run
 from rocket_rebalance.runtime.transport import Message, PullResult, Transport, TransportError
 from rocket_rebalance.runtime.workers import DaemonPool
 
-__all__ = [
-    "BROKER_CALL_THREADS",
-    "HANDOVER_KIND",
-    "LOCK_WAIT_KIND",
-    "ClientIdSharedError",
-    "Engine",
-    "EngineSettings",
-    "HandoverStuckError",
-    "HandoverWithoutOffsetError",
-    "ListenerError",
-    "LockWaitError",
-    "MemberListTooLongError",
-    "MessageListener",
-    "QueueListener",
-    "RebalanceListenerError",
-    "SubscriptionMismatchError",
-]
+__all__ = ["Engine"]
 
 
 class Engine(Driver):
@@ -81,7 +49,7 @@ class Engine(Driver):
         self._sequence = itertools.count()
         self._shutdown_done = threading.Event()
         self._own = threading.local()  # marks the threads of this engine: they must never wait for its shutdown
-        failed = self._unexpected
+        failed = self.unexpected
         self._pools: dict[Pool, DaemonPool] = {
             "io": DaemonPool(self.settings.io_threads, "rr-io", partial(failed, "I/O task"), self._mark),
             "consume": DaemonPool(
@@ -101,10 +69,10 @@ class Engine(Driver):
         self.transport.attach(self)
         self._thread.start()
         routes: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
-        for topic in self._topics:
-            run(self._fetch_route(topic, routes.put), self.transport)
-        for _ in self._topics:  # each reports once, after its new brokers' heartbeats (bounded by their timeouts)
-            self._post_if_event(routes.get())
+        for topic in self.brokers.topics:
+            run(self.brokers.fetch_route(topic, routes.put), self.transport)
+        for _ in self.brokers.topics:  # each reports once, after its new brokers' heartbeats (bounded by timeouts)
+            self.brokers.post_if_event(routes.get())
         self.post(Started())
 
     def shutdown(self, timeout: float = 15.0) -> bool:
@@ -129,9 +97,9 @@ class Engine(Driver):
 
     def finish_shutdown(self, deadline: float) -> bool:
         """The second half of :meth:`shutdown`: unregister, close the transport, join every thread by ``deadline``."""
-        self._closing.set()  # no new request, heartbeat, pull or reconnect from here
+        self.closing.set()  # no new request, heartbeat, pull or reconnect from here
         clean = self._unregister_all(deadline)
-        for stream in list(self._open_streams.values()):
+        for stream in list(self.brokers.streams.values()):
             stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
         self._inbox.put(None)
         clean = self.transport.close(max(0.0, deadline - time.monotonic())) and clean
@@ -158,23 +126,23 @@ class Engine(Driver):
         """Tell every broker we leave, :data:`BROKER_CALL_THREADS` at a time (the group rebalances as soon as one
         of them says so), until ``deadline``; True when every broker answered or failed by then. Brokers not
         reached are abandoned: the transport is closed next, and a broker drops a client whose connection closed."""
-        brokers = self._brokers()
+        brokers = self.brokers.known()
         if not brokers:
             return True
         pool = DaemonPool(
-            min(len(brokers), BROKER_CALL_THREADS), "rr-unregister", partial(self._unexpected, "unregister task")
+            min(len(brokers), BROKER_CALL_THREADS), "rr-unregister", partial(self.unexpected, "unregister task")
         )
 
-        def spawn(plan: Plan[None]) -> bool:
-            return pool.submit(lambda: run(plan, self.transport))
+        def spawn(steps: Steps[None]) -> bool:
+            return pool.submit(lambda: run(steps, self.transport))
 
         done = threading.Event()
         left = [len(brokers)]
         lock = threading.Lock()
 
-        def one(broker: str) -> Plan[None]:
+        def one(broker: str) -> Steps[None]:
             try:
-                yield from self._unregister(deadline, broker)
+                yield from self.brokers.unregister(deadline, broker)
             finally:
                 with lock:
                     left[0] -= 1
@@ -192,33 +160,31 @@ class Engine(Driver):
     def post(self, item: Event | Callable[[], None]) -> None:
         self._inbox.put(item)
 
-    def _later(self, delay: float, callback: Callable[[], None]) -> None:
+    def later(self, delay: float, callback: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (time.monotonic() + delay, next(self._sequence), callback))
 
     def _set_wake(self, at: float | None) -> None:
         self._wake_at = at
 
-    def _spawn(self, pool: Pool, what: str, plan: Plan[Any], then: Callable[[Any], None] | None = None) -> bool:
+    def spawn(self, pool: Pool, what: str, steps: Steps[Any], then: Callable[[Any], None] | None = None) -> bool:
         def work() -> None:
             try:
-                outcome = run(plan, self.transport)
+                outcome = run(steps, self.transport)
             except Exception as error:
-                self._unexpected(what, error)
+                self.unexpected(what, error)
                 return
             if then is not None:
                 then(outcome)
 
         return self._pools[pool].submit(work)
 
-    def _start_pull(self, mq: MessageQueue, generation: int, offset: int, wait_ms: int) -> None:
-        started = time.monotonic()
+    def start_pull(self, mq: MessageQueue, offset: int, wait_ms: int, done: PullDone) -> None:
+        def answered(result: PullResult | TransportError) -> None:  # on the transport's reader: post, do nothing else
+            self.post(partial(done, result))
 
-        def done(result: PullResult | TransportError) -> None:  # on the transport's reader: post, do nothing else
-            self.post(partial(self._pull_answered, mq, generation, started, result))
+        self.transport.pull(mq, self.config.consumer_group, offset, self.settings.pull_batch_size, wait_ms, answered)
 
-        self.transport.pull(mq, self.config.consumer_group, offset, self.settings.pull_batch_size, wait_ms, done)
-
-    def _messages_ready(self) -> None:
+    def messages_ready(self) -> None:
         self.ready.set()
 
     def _in_service(self) -> bool:
@@ -232,7 +198,7 @@ class Engine(Driver):
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:
         """CONSUME_MESSAGE_DIRECTLY, on the transport's answering thread (BrokerRequests)."""
-        return run(self.consume_directly_plan(message), self.transport)
+        return run(self.consume_directly_steps(message), self.transport)
 
     # ------------------------------------------------------------------ the service thread
 

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Iterable
 
 from rocket_rebalance.runtime.health import Health
-from rocket_rebalance.runtime.plans import Call, Plan
-from rocket_rebalance.runtime.transport import ConnectionRow, TransportError
+from rocket_rebalance.runtime.steps import Steps, call
+from rocket_rebalance.runtime.transport import AdminTransport, TransportError
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, java_compatible
 
 __all__ = ["ForeignMembersError", "MemberLanguages"]
@@ -45,8 +45,8 @@ class MemberLanguages:
     def needed(self) -> bool:
         return not java_compatible(self.strategy)
 
-    def members_seen(self, client_ids: Iterable[str]) -> Plan[None]:
-        """Called with each member list fetched (a plan, run on the I/O pool); reads the connection list when it
+    def members_seen(self, client_ids: Iterable[str]) -> Steps[None]:
+        """Called with each member list fetched (steps, run on the I/O pool); reads the connection list when it
         changed. A wire without the operator's connection list (``UNIMPLEMENTED``) checks nothing."""
         members = frozenset(client_ids)
         if not self.needed:
@@ -56,7 +56,7 @@ class MemberLanguages:
                 return
             self._checked = members  # one check per change, even when several topics' lists arrive together
         try:
-            rows: list[ConnectionRow] = yield Call("consumer_connections", (self.consumer_group,))
+            rows = yield from call(AdminTransport.consumer_connections, self.consumer_group)
         except TransportError as error:
             log.debug("connection list of %s: %s (checked again at the next change)", self.consumer_group, error)
             with self._lock:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from rocket_rebalance.inputs import InputFileError, read_input_text
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.runtime.plans import Blocking, Call, Plan, run
+from rocket_rebalance.runtime.steps import Blocking, Steps, call, run
 from rocket_rebalance.runtime.transport import Transport, TransportError
 
 __all__ = [
@@ -28,8 +28,8 @@ __all__ = [
     "OffsetStoreError",
     "RemoteOffsetStore",
     "default_offset_path",
-    "persist_plan",
-    "read_plan",
+    "persist_steps",
+    "read_steps",
 ]
 
 
@@ -47,8 +47,8 @@ class OffsetStore(Protocol):
 
 
 class BrokerOffsets:
-    """Offsets on the brokers, per consumer group (RocketMQ's ``RemoteBrokerOffsetStore``), as plans
-    (:mod:`rocket_rebalance.runtime.plans`): the steps of a read and of a write, the same for the threaded and the
+    """Offsets on the brokers, per consumer group (RocketMQ's ``RemoteBrokerOffsetStore``), as steps
+    (:mod:`rocket_rebalance.runtime.steps`): the steps of a read and of a write, the same for the threaded and the
     asyncio runtime, which carry out the transport calls on their own wire (every consumer's default store in
     CLUSTERING). :class:`RemoteOffsetStore` runs them on a threaded transport for callers that want plain
     methods."""
@@ -57,14 +57,14 @@ class BrokerOffsets:
         self._group = consumer_group
         self._client_id = client_id
 
-    def read_plan(self, mq: MessageQueue) -> Plan[int | None]:
+    def read_steps(self, mq: MessageQueue) -> Steps[int | None]:
         try:
-            stored: dict[MessageQueue, int | None] = yield Call("query_offsets", (mq.broker_name, self._group, [mq]))
+            stored = yield from call(Transport.query_offsets, mq.broker_name, self._group, [mq])
         except TransportError as error:
             raise OffsetStoreError(str(error)) from None
         return stored.get(mq)
 
-    def persist_plan(self, offsets: Mapping[MessageQueue, int]) -> Plan[dict[MessageQueue, int]]:
+    def persist_steps(self, offsets: Mapping[MessageQueue, int]) -> Steps[dict[MessageQueue, int]]:
         """Write per broker; a broker that fails leaves its queues out of the answer (the core retries them)."""
         by_broker: dict[str, dict[MessageQueue, int]] = {}
         for mq, offset in offsets.items():
@@ -73,9 +73,7 @@ class BrokerOffsets:
         failures = []
         for broker, batch in by_broker.items():
             try:
-                result: dict[MessageQueue, int] = yield Call(
-                    "update_offsets", (broker, self._group, self._client_id, batch)
-                )
+                result = yield from call(Transport.update_offsets, broker, self._group, self._client_id, batch)
             except TransportError as error:
                 failures.append(str(error))
                 continue
@@ -90,31 +88,31 @@ class RemoteOffsetStore:
     :class:`OffsetStore` like any other (the consumers themselves run :class:`BrokerOffsets` on their own wire)."""
 
     def __init__(self, transport: Transport, consumer_group: str, client_id: str) -> None:
-        self._plans = BrokerOffsets(consumer_group, client_id)
+        self._steps = BrokerOffsets(consumer_group, client_id)
         self._transport = transport
 
     def read(self, mq: MessageQueue) -> int | None:
-        return run(self._plans.read_plan(mq), self._transport)
+        return run(self._steps.read_steps(mq), self._transport)
 
     def persist(self, offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
-        return run(self._plans.persist_plan(offsets), self._transport)
+        return run(self._steps.persist_steps(offsets), self._transport)
 
 
-def read_plan(store: OffsetStore | BrokerOffsets, mq: MessageQueue) -> Plan[int | None]:
-    """A read of any store as a plan: the broker's offsets on the consumer's own wire, any other store (a file,
+def read_steps(store: OffsetStore | BrokerOffsets, mq: MessageQueue) -> Steps[int | None]:
+    """A read of any store as steps: the broker's offsets on the consumer's own wire, any other store (a file,
     the application's own) by its methods, as blocking local work."""
     if isinstance(store, BrokerOffsets):
-        return (yield from store.read_plan(mq))
+        return (yield from store.read_steps(mq))
     stored: int | None = yield Blocking(partial(store.read, mq))
     return stored
 
 
-def persist_plan(
+def persist_steps(
     store: OffsetStore | BrokerOffsets, offsets: Mapping[MessageQueue, int]
-) -> Plan[dict[MessageQueue, int]]:
-    """A write to any store as a plan (see :func:`read_plan`)."""
+) -> Steps[dict[MessageQueue, int]]:
+    """A write to any store as steps (see :func:`read_steps`)."""
     if isinstance(store, BrokerOffsets):
-        return (yield from store.persist_plan(offsets))
+        return (yield from store.persist_steps(offsets))
     stored: dict[MessageQueue, int] = yield Blocking(partial(store.persist, offsets))
     return stored
 

@@ -28,14 +28,13 @@ from typing import Any, TypeVar
 
 from rocket_rebalance.model import MessageModel, MessageQueue, check_duration
 from rocket_rebalance.runtime.consumer import ConsumerBase, E
-from rocket_rebalance.runtime.driver import QueueNotAssignedError
 from rocket_rebalance.runtime.engine import Engine
-from rocket_rebalance.runtime.offset_store import read_plan
-from rocket_rebalance.runtime.plans import Call, Plan, run
-from rocket_rebalance.runtime.transport import Message, Transport
+from rocket_rebalance.runtime.offset_store import read_steps
+from rocket_rebalance.runtime.steps import Steps, call, run
+from rocket_rebalance.runtime.transport import AdminTransport, Message, Transport
 from rocket_rebalance.subscription import SubscriptionExpression
 
-__all__ = ["AssignedQueues", "PullBase", "PullConsumer", "QueueNotAssignedError"]
+__all__ = ["AssignedQueues", "PullBase", "PullConsumer"]
 
 T = TypeVar("T")
 
@@ -144,37 +143,36 @@ class PullBase(ConsumerBase[E]):
         """The next ``poll()`` returns ``queue``'s messages from ``offset`` on. A seek backwards re-delivers what
         lies between, but the committed offset does not move back (offsets never go backwards: unlike Java's
         ``seek``, which rewinds the stored offset); a seek forward skips, and commits up to it. Raises
-        :class:`QueueNotAssignedError` when the queue is not this consumer's now."""
-        self._service(lambda engine: engine.seek(queue, offset))
+        :class:`~rocket_rebalance.runtime.settings.QueueNotAssignedError` when the queue is not this consumer's now."""
+        self._service(lambda engine: engine.polling_part().seek(queue, offset))
 
     def position(self, queue: MessageQueue) -> int:
         """The offset of the next message ``poll()`` returns from ``queue``."""
-        return self._service(lambda engine: engine.position(queue))
+        return self._service(lambda engine: engine.polling_part().position(queue))
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Neither pull nor return messages of ``queues`` until :meth:`resume`; a queue revoked meanwhile forgets
         it (as Kafka's consumers do). The queues stay ours: pausing is not leaving."""
         chosen = list(queues)
-        self._service(lambda engine: engine.pause(chosen))
+        self._service(lambda engine: engine.polling_part().pause(chosen))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         chosen = list(queues)
-        self._service(lambda engine: engine.pause(chosen, paused=False))
+        self._service(lambda engine: engine.polling_part().pause(chosen, paused=False))
 
     def assignment(self) -> frozenset[MessageQueue]:
         """The queues this consumer consumes now."""
-        return self._service(lambda engine: engine.assignment())
+        return self._service(lambda engine: engine.polling_part().assignment())
 
     def _committed_here(self, queue: MessageQueue) -> int | None:
         """What the running engine knows was written for ``queue`` (None before the start: the store is read)."""
         if self._engine is None and not self._closed:
             return None
-        return self._service(lambda engine: engine.committed(queue))
+        return self._service(lambda engine: engine.polling_part().committed(queue))
 
     @staticmethod
-    def _edge(queue: MessageQueue, end: bool) -> Plan[int]:
-        offset: int = yield Call("max_offset" if end else "min_offset", (queue,))
-        return offset
+    def _edge(queue: MessageQueue, end: bool) -> Steps[int]:
+        return (yield from call(AdminTransport.max_offset if end else AdminTransport.min_offset, queue))
 
 
 class PullConsumer(PullBase[Engine]):
@@ -220,10 +218,10 @@ class PullConsumer(PullBase[Engine]):
         while True:
             self._run_callbacks(engine)
             engine.ready.clear()
-            taken = self._service(lambda driver: driver.take(max_messages))
+            taken = self._service(lambda driver: driver.polling_part().take(max_messages))
             if taken:
                 return taken
-            if engine.callbacks:
+            if engine.polling_part().callbacks:
                 continue
             left = deadline - time.monotonic()
             if left <= 0:
@@ -232,8 +230,8 @@ class PullConsumer(PullBase[Engine]):
 
     def _run_callbacks(self, engine: Engine) -> None:
         with self._callbacks_lock:
-            while engine.callbacks:
-                run(engine.callbacks.popleft(), self.transport)
+            while engine.polling_part().callbacks:
+                run(engine.polling_part().callbacks.popleft(), self.transport)
 
     def commit(self, timeout: float = 5.0) -> bool:
         """Everything polled so far counts as consumed, and the offsets are written now; True once the store has
@@ -247,14 +245,14 @@ class PullConsumer(PullBase[Engine]):
             result[0] = ok
             done.set()
 
-        self._service(lambda engine: engine.commit(answered))
+        self._service(lambda engine: engine.polling_part().commit(answered))
         return done.wait(timeout) and result[0]
 
     def committed(self, queue: MessageQueue) -> int | None:
         """The offset stored for ``queue`` (None: none yet): what this consumer knows was written, else read from
         the store."""
         known = self._committed_here(queue)
-        return known if known is not None else run(read_plan(self._offset_store, queue), self.transport)
+        return known if known is not None else run(read_steps(self._offset_store, queue), self.transport)
 
     def seek_to_beginning(self, queue: MessageQueue) -> None:
         """Seek to the queue's oldest stored message (the committed offset does not move back: see :meth:`seek`)."""
@@ -277,7 +275,7 @@ class PullConsumer(PullBase[Engine]):
         while not engine.shut_down.is_set() and time.monotonic() < deadline:
             self._run_callbacks(engine)
             engine.ready.clear()
-            if not engine.callbacks and not engine.shut_down.is_set():
+            if not engine.polling_part().callbacks and not engine.shut_down.is_set():
                 engine.ready.wait(max(0.0, deadline - time.monotonic()))
         clean = engine.shut_down.is_set()
         self._closed = True

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.transport import TopicConsumeStatus
 
-__all__ = ["MINUTE_SAMPLING", "ConsumeStats", "Window", "WindowFigures", "elapsed_ms"]
+__all__ = ["MINUTE_SAMPLING", "ConsumeStats", "Tally", "Window", "WindowFigures", "elapsed_ms"]
 
 MINUTE_SAMPLING = 10.0
 """Seconds between the samples of the minute window (Java's ``samplingInSeconds``)."""
@@ -192,3 +192,15 @@ class ConsumeStats:
 def elapsed_ms(started: float) -> float:
     """Milliseconds since ``started`` (a ``time.monotonic()`` reading): the RT of a pull or a batch."""
     return (time.monotonic() - started) * 1000
+
+
+class Tally:
+    """Messages consumed so far (``Consumer.consumed``), added to by the consume threads and by ``poll()``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0
+
+    def add(self, count: int) -> None:
+        with self._lock:
+            self.total += count

@@ -18,7 +18,7 @@ from rocket_rebalance import cli
 from rocket_rebalance.core import RebalanceConfig
 from rocket_rebalance.model import check_duration
 from rocket_rebalance.runtime.consumer import WAIT_INTERVAL_ENV, PushConsumer
-from rocket_rebalance.runtime.engine import EngineSettings
+from rocket_rebalance.runtime.settings import EngineSettings
 
 BAD = [math.nan, math.inf, -math.inf, 0, 0.0, -1, -5.0, True, "5", None]
 DURATIONS = [

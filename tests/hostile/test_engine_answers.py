@@ -17,14 +17,14 @@ from typing import Any
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import (
+from rocket_rebalance.runtime.offset_store import OffsetStoreError, RemoteOffsetStore
+from rocket_rebalance.runtime.settings import (
     HANDOVER_KIND,
     LOCK_WAIT_KIND,
     EngineSettings,
     HandoverWithoutOffsetError,
     LockWaitError,
 )
-from rocket_rebalance.runtime.offset_store import OffsetStoreError, RemoteOffsetStore
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     GroupNotified,

@@ -15,7 +15,7 @@ from rocket_rebalance.lab.mixed_group import new_topic
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import EngineSettings
+from rocket_rebalance.runtime.settings import EngineSettings
 from rocket_rebalance.runtime.transport import Message
 
 RATE = 40  # messages a second the producer sends

@@ -18,7 +18,7 @@ from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import ConsumeFromWhere
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import SubscriptionMismatchError
+from rocket_rebalance.runtime.settings import SubscriptionMismatchError
 from rocket_rebalance.runtime.transport import Message, SubscriptionRefusedError
 from rocket_rebalance.subscription import SQL92, SubscriptionExpression
 from tests.rocketmq.conftest import start_cluster

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rocket_rebalance import AsyncPullConsumer, AsyncPushConsumer, Message, MessageQueue, RebalanceListener
-from rocket_rebalance.runtime.driver import ListenerError
+from rocket_rebalance.runtime.settings import ListenerError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME
 from tests.aio import run
 from tests.runtime.test_consumer import FAST, produce

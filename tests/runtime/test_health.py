@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.core import ConsumeFromWhere, MessageModel
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import ListenerError
 from rocket_rebalance.runtime.health import Health
+from rocket_rebalance.runtime.settings import ListenerError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from tests.runtime.conftest import start_stub
 from tests.stub.conftest import StartStub

@@ -11,7 +11,7 @@ import pytest
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import EngineSettings
+from rocket_rebalance.runtime.settings import EngineSettings
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from tests.runtime.test_consumer import FAST, produce, wait_for
 from tests.stub.conftest import StartStub

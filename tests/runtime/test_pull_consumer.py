@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.runtime.engine import EngineSettings
 from rocket_rebalance.runtime.listener import RebalanceListener
-from rocket_rebalance.runtime.pull_consumer import PullConsumer, QueueNotAssignedError
+from rocket_rebalance.runtime.pull_consumer import PullConsumer
+from rocket_rebalance.runtime.settings import EngineSettings, QueueNotAssignedError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from tests.runtime.test_consumer import FAST, produce, wait_for
 from tests.stub.conftest import StartStub

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from rocket_rebalance import RebalanceListener
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.driver import RebalanceListenerError
+from rocket_rebalance.runtime.settings import RebalanceListenerError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME
 from tests.hostile.test_engine_answers import Altered
 from tests.runtime.test_consumer import FAST, Recorder, produce, wait_for

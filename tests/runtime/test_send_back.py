@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.model import RETRY_TOPIC_PROPERTY, MessageQueue, retry_topic
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import EngineSettings, ListenerError
+from rocket_rebalance.runtime.settings import EngineSettings, ListenerError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.runtime.test_consumer import FAST, produce

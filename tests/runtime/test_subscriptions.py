@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.engine import SubscriptionMismatchError
+from rocket_rebalance.runtime.settings import SubscriptionMismatchError
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     GroupRegistration,

@@ -1,0 +1,152 @@
+"""The engine's settings, its error types and the constants its parts share.
+
+:class:`EngineSettings` holds the runtime's knobs that are not rebalance rules (those are the core's
+:class:`~rocket_rebalance.core.RebalanceConfig`); the errors are what ``on_error``, health and the log receive, so
+an application can tell them apart by type; the constants are the health kinds and sizes more than one part of
+the engine names. Each part of the engine (:mod:`.brokers`, :mod:`.pulling`, :mod:`.dispatch`, :mod:`.polling`,
+:mod:`.callbacks`) keeps its own constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rocket_rebalance.model import MessageQueue, check_duration
+from rocket_rebalance.runtime.transport import Message
+
+__all__ = [
+    "BROKER_CALL_THREADS",
+    "HANDOVER_KIND",
+    "LOCK_WAIT_KIND",
+    "MIB",
+    "ClientIdSharedError",
+    "EngineSettings",
+    "HandoverStuckError",
+    "HandoverWithoutOffsetError",
+    "ListenerError",
+    "LockWaitError",
+    "MemberListTooLongError",
+    "MessageListener",
+    "PullAnswerError",
+    "QueueListener",
+    "QueueNotAssignedError",
+    "RebalanceListenerError",
+    "SubscriptionMismatchError",
+    "UnreadableBodyError",
+]
+
+
+class ListenerError(Exception):
+    """The application's listener raised on a batch (what ``on_error`` and the log get; ``__cause__`` is its error)."""
+
+    def __init__(self, mq: MessageQueue, batch: Sequence[Message], then: str, error: Exception) -> None:
+        offsets = [m.queue_offset for m in batch]
+        super().__init__(f"{type(error).__name__}: {error} on {mq} offsets {offsets}; {then}")
+        self.__cause__ = error  # logged with its traceback, as the cause
+
+
+class QueueNotAssignedError(LookupError):
+    """A pull consumer was asked to seek, pause or tell the position of a queue it does not consume now."""
+
+
+class RebalanceListenerError(Exception):
+    """A :class:`~rocket_rebalance.runtime.listener.RebalanceListener` callback raised (given to ``on_error``;
+    ``__cause__`` is its error). The rebalance goes on: a revoke counts as done, so the release is not held up."""
+
+
+class PullAnswerError(Exception):
+    """A pull answer that cannot be right: its next offset lies below the requested one, or a message lies outside
+    the range it answers for (given to ``on_error``; see :mod:`~rocket_rebalance.runtime.pulling`)."""
+
+
+class UnreadableBodyError(Exception):
+    """A pulled message whose body cannot be read (see ``Message.body_error``): its batch fails without reaching
+    the listener, so the queue moves on and the message goes the way of a refused one (the retry topic, and after
+    ``max_reconsume_times`` the dead-letter queue), where nothing is lost and a person can look at it."""
+
+
+class LockWaitError(Exception):
+    """Queues allocated to us wait for a lock the broker refuses (core rule L7); given to ``on_error``."""
+
+
+class HandoverStuckError(Exception):
+    """Queues we are giving up cannot be handed over: their offsets cannot be saved (core rule L8)."""
+
+
+class HandoverWithoutOffsetError(Exception):
+    """A queue was handed over without its offset (core rule L8): reported under ``persist offsets``, at ERROR."""
+
+
+class SubscriptionMismatchError(Exception):
+    """The group's subscription table at a broker holds another expression for one of our topics than ours
+    (given to ``on_error``; see :mod:`~rocket_rebalance.runtime.brokers`)."""
+
+
+class ClientIdSharedError(Exception):
+    """Other consumers of the group use this consumer's client ID (given to ``on_error``; see core rule L6)."""
+
+
+class MemberListTooLongError(Exception):
+    """A broker listed more members than :data:`~rocket_rebalance.model.MAX_GROUP_MEMBERS` for the group (given
+    to ``on_error``): the list is refused, as a failed one, and the consumer keeps its queues meanwhile."""
+
+
+LOCK_WAIT_KIND = "locks of allocated queues"
+HANDOVER_KIND = "handovers of released queues"
+MIB = 1024 * 1024
+BROKER_CALL_THREADS = 4  # heartbeats (and, at shutdown, unregisters) in flight at once, however many brokers
+
+MessageListener = Callable[[list[Message]], Any]
+"""Consumes a batch; raising means "not consumed": the batch is retried while the queue is still ours. May be
+``async def`` (awaited by the asyncio consumers)."""
+
+QueueListener = Callable[[str, Sequence[MessageQueue], Sequence[MessageQueue]], Any]
+"""Java's ``MessageQueueListener.messageQueueChanged(topic, mqAll, mqDivided)``."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Runtime knobs that are not rebalance rules (those are in :class:`RebalanceConfig`). Where Java's push
+    consumer has the knob, the name and the default are Java's (``consumeMessageBatchMaxSize`` ...)."""
+
+    pull_batch_size: int = 32  # messages a pull asks for
+    pull_wait_ms: int | None = None  # how long a pull may wait at the server; None: the transport's long_poll_ms
+    pull_error_backoff: float = 1.0
+    consume_message_batch_max_size: int = 1  # messages per listener call
+    consume_threads: int = 20  # listener threads (Java's consumeThreadMin and Max): for listeners that wait on I/O
+    pull_threshold_for_queue: int = 1000  # a queue with this many messages pulled and not consumed pulls no more
+    pull_threshold_size_for_queue: int = 100  # ... or this many MiB of bodies
+    consume_concurrently_max_span: int = 2000  # ... or (concurrent) this many offsets from its oldest to its newest
+    io_threads: int = 8
+    retry_delay: float = 1.0
+    reconnect_backoff: tuple[float, float] = (0.2, 5.0)
+    max_reconsume_times: int = 16  # Java's default for concurrent consumers; the broker then moves it to the DLQ
+    lock_wait_report: float = 10.0  # a queue of ours whose lock is refused this long is reported (core rule L7)
+
+    def __post_init__(self) -> None:
+        """The durations, by the library's one check: a NaN or zero backoff would spin a thread; the counts
+        must be positive, or nothing would ever be pulled or handed out."""
+        check_duration("pull_error_backoff", self.pull_error_backoff)
+        check_duration("retry_delay", self.retry_delay)
+        check_duration("lock_wait_report", self.lock_wait_report)
+        low, high = self.reconnect_backoff
+        check_duration("reconnect_backoff", low)
+        check_duration("reconnect_backoff", high)
+        if low > high:
+            raise ValueError(f"reconnect_backoff must be (shortest, longest), got {self.reconnect_backoff!r}")
+        if self.pull_wait_ms is not None:  # 0: the server answers at once when it has nothing
+            check_duration("pull_wait_ms", self.pull_wait_ms, zero=True, unit="milliseconds")
+        for name in (
+            "pull_batch_size",
+            "consume_message_batch_max_size",
+            "consume_threads",
+            "pull_threshold_for_queue",
+            "pull_threshold_size_for_queue",
+            "consume_concurrently_max_span",
+            "io_threads",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
