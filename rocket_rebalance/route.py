@@ -126,6 +126,16 @@ class TopicRoute:
     def brokers(self) -> list[str]:
         return [data.broker_name for data in self.queue_datas]
 
+    def member_list_broker(self) -> str | None:
+        """The broker asked for the group's member list of this topic: the one of the route's first queue data, in
+        the name server's order; None when the route names no broker (that fetch counts as failed).
+
+        Every consumer of this library asks that same broker, so the whole group reads one broker's view (brokers
+        can disagree for a moment after a member comes or goes); Java asks a random broker of the topic. This is
+        the one place of the rule: the runtime sends it to the core with the route, and operator reads use it.
+        """
+        return self.queue_datas[0].broker_name if self.queue_datas else None
+
     def without_brokers(self, broker_names: Iterable[str]) -> TopicRoute:
         """The route once these brokers are down: a broker going down leaves every route it served."""
         gone = set(broker_names)

@@ -82,18 +82,17 @@ def fetch_members(
     credentials: AclCredentials | None = None,
     tls: TlsSettings | None = None,
 ) -> list[str]:
-    """The group's client IDs as the first broker of the topic's route knows them (GET_CONSUMER_LIST_BY_GROUP).
-
-    Consumers of this library ask that broker too; Java asks a random broker of the topic, and brokers can
-    disagree for a moment after a change.
+    """The group's client IDs (GET_CONSUMER_LIST_BY_GROUP) as the broker consumers of this library ask knows them:
+    the one :meth:`~rocket_rebalance.route.TopicRoute.member_list_broker` names, the route's first. Java asks a
+    random broker of the topic, and brokers can disagree for a moment after a change.
     """
     check_topic_name(topic)
     check_group_name(consumer_group)
     with _transport(address, token, timeout, credentials, tls) as transport:
         route = _ask(address, f"topic {topic}", lambda: transport.route(topic))
-        if not route.queue_datas:
+        broker = route.member_list_broker()
+        if broker is None:
             raise ServerError(f"topic {topic} has no broker up at {address}")
-        broker = route.queue_datas[0].broker_name
         return _ask(
             address, f"group {consumer_group} at {broker}", lambda: transport.consumer_list(broker, consumer_group)
         )

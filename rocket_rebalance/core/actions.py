@@ -55,9 +55,14 @@ class FetchRoutes(Action):
 
 @dataclass(frozen=True, slots=True)
 class FetchConsumerList(Action):
-    """Ask a broker serving ``topic`` for the group's client IDs; answer with ``ConsumerListFetched``."""
+    """Ask ``broker_name`` for the group's client IDs of ``topic``; answer with ``ConsumerListFetched``.
+
+    ``broker_name`` is the ``member_broker`` of the topic's latest ``RouteUpdated`` (the route's first broker, the
+    same for every consumer of the group). None: the route names no broker; answer at once with a failed list
+    (``ConsumerListFetched(topic, None)``)."""
 
     topic: str
+    broker_name: str | None
 
 
 @dataclass(frozen=True, slots=True)

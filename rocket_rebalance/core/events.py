@@ -67,10 +67,15 @@ class SubscriptionChanged(Event):
 
 @dataclass(frozen=True, slots=True)
 class RouteUpdated(Event):
-    """A topic's readable queues, from a route fetch. Send only on success: a failed fetch keeps the old route."""
+    """A topic's readable queues, from a route fetch. Send only on success: a failed fetch keeps the old route.
+
+    ``member_broker`` is the broker the core names in ``FetchConsumerList`` for this topic: the route's
+    :meth:`~rocket_rebalance.route.TopicRoute.member_list_broker` (None when the route names no broker), so the
+    broker asked is the one of the route the core balances on, with no second route table in the runtime."""
 
     topic: str
     queues: frozenset[MessageQueue]
+    member_broker: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,10 @@ Rounds
   R1. A round balances every subscribed topic on its own. In CLUSTERING the core subscribes ``%RETRY%<group>``
       too, fetches the group's client IDs per topic (``FetchConsumerList``), sorts queues and IDs like Java
       (``model.prepare_rebalance_input``) and asks the strategy for its share. In BROADCASTING every queue of the
-      route is ours and no list is fetched. A topic without a route yet is skipped.
+      route is ours and no list is fetched. A topic without a route yet is skipped. The list is asked of the
+      broker the topic's latest route names (``RouteUpdated.member_broker``, ``TopicRoute.member_list_broker``:
+      the route's first, so every consumer of this library reads the same broker's view; Java asks a random
+      one); a route that names no broker gives ``FetchConsumerList(topic, None)``, which fails at once (R3).
   R2. Rounds start at ``Started``, every ``rebalance_interval`` (20 s), at once on NOTIFY_CONSUMER_IDS_CHANGED,
       a route change or a subscription change, and never less than ``rebalance_min_interval`` (1 s) apart; only
       one round is in flight at a time, and a request during it starts the next one after it.
@@ -262,6 +265,7 @@ class RebalanceCore:
         self.config = config
         self._user_topics: frozenset[str] = frozenset(topics)
         self._routes: dict[str, frozenset[MessageQueue]] = {}
+        self._member_brokers: dict[str, str | None] = {}  # topic -> the broker asked for its member list (R1)
         self._allocated: dict[str, frozenset[MessageQueue]] = {}
         self._shared_id: dict[str, int] = {}  # topic -> how many consumers use our client ID there (L6), when > 1
         self._entries: dict[MessageQueue, _Entry] = {}
@@ -526,7 +530,7 @@ class RebalanceCore:
                 self._apply_allocation(topic, self._routes[topic], now)
             else:
                 self._round_pending.add(topic)
-                self._emit(FetchConsumerList(topic))
+                self._emit(FetchConsumerList(topic, self._member_brokers.get(topic)))
         if self._round_pending:
             self._round_deadline = now + self.config.request_timeout
         else:
@@ -1096,6 +1100,8 @@ class RebalanceCore:
             self._request_round(now, Trigger.SUBSCRIPTION)
 
     def _on_route_updated(self, event: RouteUpdated, now: float) -> None:
+        # the latest route names the broker asked, even when its queues are unchanged (no round for that alone)
+        self._member_brokers[event.topic] = event.member_broker
         if self._routes.get(event.topic) == event.queues:
             return
         self._routes[event.topic] = frozenset(event.queues)

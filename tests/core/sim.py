@@ -83,6 +83,8 @@ class Broker:
         self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0, keeps_locks: bool = False
     ) -> None:
         self.routes = {topic: frozenset(queues) for topic, queues in routes.items()}
+        # the broker each route names for the member list: its first queue's, in the order given (route order)
+        self.member_brokers = {topic: queues[0].broker_name if queues else None for topic, queues in routes.items()}
         self.lock_lifetime = lock_lifetime
         self.keeps_locks = keeps_locks  # RocketMQ: a closed connection's locks stay until their lifetime lapses
         self.registered: list[str] = []
@@ -366,9 +368,12 @@ class Sim:
         if isinstance(action, FetchRoutes):
             if fail:
                 return []
-            return [RouteUpdated(t, broker.routes[t]) for t in action.topics if t in broker.routes]
+            return [
+                RouteUpdated(t, broker.routes[t], broker.member_brokers[t]) for t in action.topics if t in broker.routes
+            ]
         if isinstance(action, FetchConsumerList):
-            return [ConsumerListFetched(action.topic, None if fail else tuple(broker.registered))]
+            failed = fail or action.broker_name is None  # a route naming no broker: failed at once, as the runtime
+            return [ConsumerListFetched(action.topic, None if failed else tuple(broker.registered))]
         if isinstance(action, SendHeartbeat):
             if fail or request.epoch != request.client.epoch:
                 return []  # failed, or sent on a connection that has closed since

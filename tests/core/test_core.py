@@ -99,14 +99,14 @@ class Drive:
 
     def start(self, cids: tuple[str, ...] = (ME,), queues: list[MessageQueue] = QS, **answer: object) -> list[Action]:
         self(Started())
-        actions = self(RouteUpdated(T, frozenset(queues)))
-        assert only(actions, FetchConsumerList) == [FetchConsumerList(T)]
+        actions = self(RouteUpdated(T, frozenset(queues), "b0"))
+        assert only(actions, FetchConsumerList) == [FetchConsumerList(T, "b0")]
         return self.answer(self(ConsumerListFetched(T, cids)), **answer)  # type: ignore[arg-type]
 
     def round(self, cids: tuple[str, ...], at: float, **answer: object) -> list[Action]:
         """A notification at ``at``, then the consumer list ``cids`` for T; returns the round's actions."""
         actions = self(ConsumerIdsChanged(), at=at)
-        assert FetchConsumerList(T) in actions
+        assert FetchConsumerList(T, "b0") in actions
         return self.answer(actions + self(ConsumerListFetched(T, cids)), **answer)  # type: ignore[arg-type]
 
 
@@ -159,7 +159,7 @@ def test_start_fetches_routes_heartbeats_and_subscribes_the_retry_topic() -> Non
 def test_broadcasting_takes_every_queue_without_lists_locks_or_retry_topic() -> None:
     d = Drive(message_model=MessageModel.BROADCASTING)
     assert d(Started())[0] == FetchRoutes((T,))
-    actions = d.answer(d(RouteUpdated(T, frozenset(QS))))
+    actions = d.answer(d(RouteUpdated(T, frozenset(QS), "b0")))
     assert not only(actions, FetchConsumerList) and not only(actions, LockQueues)
     assert {a.mq for a in only(actions, StartQueue)} == set(QS)
 
@@ -236,7 +236,7 @@ def test_failed_consumer_list_is_unbalanced() -> None:
 def test_a_consumer_list_that_never_comes_times_out() -> None:
     d = Drive()
     d(Started())
-    d(RouteUpdated(T, frozenset(QS)))
+    d(RouteUpdated(T, frozenset(QS), "b0"))
     assert not only(d(Tick(), at=9.9), FetchConsumerList)
     d(Tick(), at=10.0)  # request_timeout: the round is over, unbalanced
     assert only(d(Tick(), at=11.0), FetchConsumerList)
@@ -246,10 +246,34 @@ def test_route_change_rebalances_at_once() -> None:
     d = Drive()
     d.start()
     more = QS + [MessageQueue(T, "b1", 0)]
-    actions = d(RouteUpdated(T, frozenset(more)), at=3.0)
+    actions = d(RouteUpdated(T, frozenset(more), "b0"), at=3.0)
     assert only(actions, FetchConsumerList)
     actions = d.answer(d(ConsumerListFetched(T, (ME,))))
     assert [a.mq for a in only(actions, StartQueue)] == [MessageQueue(T, "b1", 0)]
+
+
+def test_the_member_list_is_asked_of_the_broker_the_latest_route_names() -> None:
+    """R1: the core carries the broker of each topic's latest route into its FetchConsumerList, so the runtime
+    keeps no route table of its own; a route that names no broker asks nobody (the runtime fails it at once)."""
+    d = Drive(topics=(T, "U"), fenced_handover=False)
+    us = [MessageQueue("U", "b2", 0)]
+    d(RouteUpdated(T, frozenset(QS), "b1"))
+    d(RouteUpdated("U", frozenset(us), "b2"))
+    fetched = only(d(Started()), FetchConsumerList)
+    assert sorted(fetched, key=lambda f: f.topic) == [FetchConsumerList(T, "b1"), FetchConsumerList("U", "b2")]
+    d.answer(d(ConsumerListFetched(T, (ME,))) + d(ConsumerListFetched("U", (ME,))))
+    assert d.core.active_queues() == set(QS + us)
+    # same queues, another first broker: no round for that alone, but the next round asks the new broker
+    assert not only(d(RouteUpdated(T, frozenset(QS), "b0"), at=2.0), FetchConsumerList)
+    fetched = only(d(ConsumerIdsChanged(), at=3.0), FetchConsumerList)
+    assert sorted(fetched, key=lambda f: f.topic) == [FetchConsumerList(T, "b0"), FetchConsumerList("U", "b2")]
+    d(ConsumerListFetched(T, (ME,)))
+    d(ConsumerListFetched("U", (ME,)))
+    # an empty route (every broker of the topic gone): the round asks with no broker, and the list fails (R3)
+    actions = d(RouteUpdated(T, frozenset(), None), at=5.0)
+    assert only(actions, FetchConsumerList) == [FetchConsumerList(T, None), FetchConsumerList("U", "b2")]
+    actions = d(ConsumerListFetched(T, None))
+    assert not only(actions, StopQueue) and d.core.active_queues() == set(QS + us)  # kept, as a failed list keeps
 
 
 def test_unsubscribed_topics_are_released_and_new_ones_fetched() -> None:
@@ -278,7 +302,7 @@ def test_consume_from_where_when_no_offset_is_stored(where: ConsumeFromWhere, to
     d = Drive(topics=(T,), consume_from_where=where, consume_timestamp_ms=1234, fenced_handover=False)
     d(Started())
     mq = MessageQueue(topic, "b0", 0)
-    d(RouteUpdated(topic, frozenset({mq})))
+    d(RouteUpdated(topic, frozenset({mq}), "b0"))
     (read,) = only(d(ConsumerListFetched(topic, (ME,))), ReadOffset)
     assert read.consume_from_where is where
     actions = d(OffsetRead(mq, None, read.request_id))
@@ -294,7 +318,7 @@ def test_consume_from_where_when_no_offset_is_stored(where: ConsumeFromWhere, to
 def test_an_offset_read_error_skips_the_queue_and_retries_next_round() -> None:
     d = Drive(fenced_handover=False)
     d(Started())
-    d(RouteUpdated(T, frozenset(QS[:1])))
+    d(RouteUpdated(T, frozenset(QS[:1]), "b0"))
     (read,) = only(d(ConsumerListFetched(T, (ME,))), ReadOffset)
     actions = d(OffsetLookupFailed(QS[0], read.request_id))
     assert not only(actions, StartQueue) and d.core.state_of(QS[0]) is QueueState.LOOKUP_WAIT
@@ -309,7 +333,7 @@ def test_an_offset_read_error_skips_the_queue_and_retries_next_round() -> None:
 def test_a_max_offset_error_never_starts_from_a_guess() -> None:
     d = Drive(fenced_handover=False)
     d(Started())
-    d(RouteUpdated(T, frozenset(QS[:1])))
+    d(RouteUpdated(T, frozenset(QS[:1]), "b0"))
     (read,) = only(d(ConsumerListFetched(T, (ME,))), ReadOffset)
     (query,) = only(d(OffsetRead(QS[0], None, read.request_id)), QueryMaxOffset)
     assert not only(d(OffsetLookupFailed(QS[0], query.request_id)), StartQueue)
@@ -588,7 +612,7 @@ def test_a_renewal_refused_drops_the_queue() -> None:
 def test_a_lock_lost_while_reading_the_offset_is_taken_again_before_starting() -> None:
     d = Drive()
     d(Started())
-    d(RouteUpdated(T, frozenset(QS[:1])))
+    d(RouteUpdated(T, frozenset(QS[:1]), "b0"))
     (lock,) = only(d(ConsumerListFetched(T, (ME,))), LockQueues)
     (read,) = only(d(LockResult(frozenset(lock.queues), frozenset(lock.queues))), ReadOffset)
     d(LockResult(frozenset(lock.queues), frozenset()))  # e.g. a renewal refused in between
@@ -610,7 +634,7 @@ def test_orderly_locks_even_without_the_fence_but_broadcasting_never_locks() -> 
     assert only(Drive(consume_orderly=True, fenced_handover=False).start(), LockQueues)
     d = Drive(consume_orderly=True, message_model=MessageModel.BROADCASTING)
     d(Started())
-    assert not only(d.answer(d(RouteUpdated(T, frozenset(QS)))), LockQueues)
+    assert not only(d.answer(d(RouteUpdated(T, frozenset(QS), "b0"))), LockQueues)
 
 
 # ---------------------------------------------------------------------------------------- offsets
@@ -626,7 +650,7 @@ def test_offset_illegal_freezes_persists_drops_and_rebalances_at_once() -> None:
     assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [40]
     d(MessagesConsumed(mq, (5, 6)))  # frozen: nothing moves it now
     actions = d(OffsetsPersisted({mq: 40}), at=2.1)
-    assert DropQueue(mq) in actions and FetchConsumerList(T) in actions
+    assert DropQueue(mq) in actions and FetchConsumerList(T, "b0") in actions
     started = d.answer(d(ConsumerListFetched(T, (ME,))), offset=40)
     assert only(started, StartQueue) == [StartQueue(mq, 40)]
 
@@ -750,7 +774,7 @@ def cross_share(cids: tuple[str, ...]) -> set[MessageQueue]:
 def start_across(d: Drive, lists: dict[str, tuple[str, ...] | None]) -> list[Action]:
     """Routes of T, U and the retry topic first, then start: one round fetches the three lists; answer ``lists``."""
     for topic, queues in ((T, QS), (U, US), (RETRY, RETRY_QS)):
-        d(RouteUpdated(topic, frozenset(queues)))
+        d(RouteUpdated(topic, frozenset(queues), "b0"))
     fetched = only(d(Started()), FetchConsumerList)
     assert {f.topic for f in fetched} == {T, U, RETRY}
     actions: list[Action] = []

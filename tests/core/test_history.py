@@ -26,7 +26,7 @@ def _last(d: Drive) -> RoundRecord:
 
 def test_the_first_round_is_recorded_from_its_trigger_to_its_applied_table() -> None:
     d = Drive()
-    d(RouteUpdated(T, frozenset(QS)))  # the engine learns the routes before it starts (Java's start())
+    d(RouteUpdated(T, frozenset(QS), "b0"))  # the engine learns the routes before it starts (Java's start())
     d.answer(d(Started()) + d(ConsumerListFetched(T, (ME, OTHER))))
     record = _last(d)
     assert (record.number, record.trigger, record.retry_reason) == (1, Trigger.START, "")
