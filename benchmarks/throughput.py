@@ -344,7 +344,7 @@ def _consumer(args: argparse.Namespace) -> int:
     import rocket_rebalance
 
     print(f"package {rocket_rebalance.__file__}", file=sys.stderr, flush=True)
-    from rocket_rebalance.core import ConsumeFromWhere
+    from rocket_rebalance.model import ConsumeFromWhere
     from rocket_rebalance.runtime.consumer import PushConsumer
     from rocket_rebalance.runtime.engine import EngineSettings
 
