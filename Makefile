@@ -36,6 +36,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks examples
+	$(PY) -m ruff format --check rocket_rebalance nameserver_stub tests benchmarks examples
 	$(PY) -m mypy
 	$(PY) -m mypy --strict examples
 

@@ -32,7 +32,11 @@ DRIVER = """
 import gc, json, sys, time
 from pathlib import Path
 from rocket_rebalance.pipeline import reference
-from rocket_rebalance.pipeline.analysis import analyze_group, load_scenario
+from rocket_rebalance.pipeline.analysis import analyze_group
+try:
+    from rocket_rebalance.pipeline.scenario import load_scenario
+except ImportError:  # a commit before d121a83, which defined it in analysis
+    from rocket_rebalance.pipeline.analysis import load_scenario
 fleet, scenario = Path(sys.argv[1]), load_scenario(json.loads(sys.argv[2]))
 tables = ("routes", "members", "subscriptions", "groups", "offsets")
 rows = reference.assemble_groups(reference._split("before", reference.read_snapshot(fleet, tables), []), None, True)
@@ -49,7 +53,8 @@ print(json.dumps({"seconds": spent, "groups": len(rows), "analysed": analysed, "
     len(rows) for result in results for name, rows in result.items() if name != "group")}))
 """
 """Runs with ``PYTHONPATH`` at one code: the API it uses (``read_snapshot(fleet, tables)``, ``_split``,
-``assemble_groups``, ``analyze_group``, ``load_scenario`` from ``analysis``) is the same since the first pipeline."""
+``assemble_groups``, ``analyze_group``, ``load_scenario``) is the same since the first pipeline, but for where
+``load_scenario`` lives (``scenario`` since d121a83, ``analysis`` before)."""
 
 
 def analysis_seconds(code: Path, fleet: Path, mode: str = "whole") -> dict[str, float]:

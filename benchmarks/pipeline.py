@@ -52,7 +52,10 @@ REPO = Path(__file__).resolve().parent.parent
 CONTROL = """
 import json, sys, time
 from pathlib import Path
-from rocket_rebalance.pipeline.analysis import load_scenario
+try:
+    from rocket_rebalance.pipeline.scenario import load_scenario
+except ImportError:  # a commit before d121a83, which defined it in analysis
+    from rocket_rebalance.pipeline.analysis import load_scenario
 from rocket_rebalance.pipeline.job import build_session, run_impact
 from rocket_rebalance.pipeline.reference import write_reference
 master, work, scenario, python = sys.argv[1], Path(sys.argv[2]), load_scenario(json.loads(sys.argv[3])), sys.argv[4]
@@ -70,7 +73,8 @@ for size in sizes if python == "yes" else ():
     print(json.dumps({"size": size, "python": time.perf_counter() - started}), flush=True)
 """
 """The control's driver, run with ``PYTHONPATH`` at the extracted commit: the API it uses (``build_session``,
-``run_impact``, ``write_reference``, ``load_scenario`` from ``analysis``) is the same since the first pipeline."""
+``run_impact``, ``write_reference``, ``load_scenario``) is the same since the first pipeline, but for where
+``load_scenario`` lives (``scenario`` since d121a83, ``analysis`` before)."""
 
 
 def fleets(work: Path, sizes: list[int]) -> dict[int, tuple[int, float]]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from rocket_rebalance.commands import CommandError, OneLineParser
 from rocket_rebalance.model import printable
 
-__all__ = ["COMMAND_MODULES", "CommandError", "main"]
+__all__ = ["COMMAND_MODULES", "main"]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "rocket_rebalance.commands.demo",

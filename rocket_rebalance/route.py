@@ -41,8 +41,6 @@ from rocket_rebalance.model import (
 
 __all__ = [
     "MAX_JSON_DEPTH",
-    "PERM_READ",
-    "PERM_WRITE",
     "QueueData",
     "RouteError",
     "TooManyBrokersError",

@@ -32,6 +32,7 @@ from rocket_rebalance.strategies import STRATEGY_NAMES, strategy_name
 
 def test_the_pipeline_types_the_tables_the_folder_names() -> None:
     import rocket_rebalance.pipeline.schema as schema
+
     assert tuple(schema.INPUT_TABLES) == TABLES
 
 

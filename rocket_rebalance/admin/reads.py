@@ -18,8 +18,6 @@ from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, Pr
 from rocket_rebalance.runtime.transport.wire import open_transport
 
 __all__ = [
-    "ConnectionRow",
-    "ProgressRow",
     "ServerError",
     "consumer_connection",
     "consumer_progress",

@@ -28,8 +28,7 @@ from rocket_rebalance.commands.options import (
     tls_settings,
     topic_name,
 )
-from rocket_rebalance.model import MessageQueue, printable, sort_queues
-from rocket_rebalance.route import PERM_WRITE
+from rocket_rebalance.model import PERM_WRITE, MessageQueue, printable, sort_queues
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry

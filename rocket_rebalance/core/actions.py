@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rocket_rebalance.core.config import ConsumeFromWhere
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageQueue
 
 __all__ = [
     "Action",

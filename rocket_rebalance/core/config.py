@@ -14,8 +14,6 @@ from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_str
 
 __all__ = [
     "DEFAULT_CONSUME_TIMESTAMP_LOOKBACK_MS",
-    "ConsumeFromWhere",
-    "MessageModel",
     "RebalanceConfig",
     "default_consume_timestamp_ms",
 ]

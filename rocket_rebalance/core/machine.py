@@ -159,7 +159,7 @@ from rocket_rebalance.core.actions import (
     UnlockQueues,
     WakeAt,
 )
-from rocket_rebalance.core.config import ConsumeFromWhere, MessageModel, RebalanceConfig
+from rocket_rebalance.core.config import RebalanceConfig
 from rocket_rebalance.core.events import (
     BrokerConnectionLost,
     BrokerRegistered,
@@ -192,6 +192,8 @@ from rocket_rebalance.core.history import Failure, RoundHistory, Trigger
 from rocket_rebalance.core.process_queue import ProcessQueue
 from rocket_rebalance.model import (
     RETRY_GROUP_TOPIC_PREFIX,
+    ConsumeFromWhere,
+    MessageModel,
     MessageQueue,
     prepare_rebalance_input,
     retry_topic,

@@ -37,16 +37,14 @@ from typing import Any
 
 from rocket_rebalance.model import DuplicateClientIdWarning
 from rocket_rebalance.pipeline.comparison import comparison
-from rocket_rebalance.pipeline.movement import Moves, Offsets, compare_sides, exposure, queue_set
+from rocket_rebalance.pipeline.movement import Moves, compare_sides, queue_set
 from rocket_rebalance.pipeline.observed import check_observed
 from rocket_rebalance.pipeline.rows import GroupRow, Tables
-from rocket_rebalance.pipeline.scenario import Scenario, apply_scenario, load_scenario
+from rocket_rebalance.pipeline.scenario import Scenario, apply_scenario
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 from rocket_rebalance.pipeline.sides import analyze_side
 
-# Offsets, Scenario, exposure and load_scenario are re-exported for modules that import them from here (worker.py,
-# writers.py, tests/pipeline/test_writer.py and test_cluster.py); their home is movement.py and scenario.py.
-__all__ = ["Offsets", "Scenario", "analyze_group", "exposure", "gc_paused", "load_scenario"]
+__all__ = ["analyze_group", "gc_paused"]
 
 
 @contextmanager

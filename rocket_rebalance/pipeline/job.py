@@ -36,7 +36,7 @@ from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_
 from rocket_rebalance.pipeline.output import claim_output, clear_output
 from rocket_rebalance.pipeline.report import ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
-from rocket_rebalance.pipeline.schema import INPUT_TABLES, TableSpec, check_snapshot, exact_parquet_columns
+from rocket_rebalance.pipeline.schema import INPUT_TABLES, MALFORMED, TableSpec, check_snapshot, exact_parquet_columns
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES, compared_strategies
 from rocket_rebalance.pipeline.validate import (
     DUPLICATE_ROUTE,
@@ -61,9 +61,6 @@ __all__ = [
     "spark_error_line",
     "spark_failures",
 ]
-
-MALFORMED = "_malformed"
-"""The column :func:`_read` adds: why a row's values cannot be read as the table's types (null when they can)."""
 
 
 class ImpactError(ValueError):
@@ -119,8 +116,8 @@ def build_session(
 
 def _read(spark: SparkSession, path: Path | str, fmt: str, spec: TableSpec) -> DataFrame:
     """A table with exactly the spec's columns and types (missing optional columns are null), plus
-    :data:`MALFORMED`: a row holding a value that is not of its column's type is rejected with that reason, like
-    any other bad row, instead of passing as a null (JSON) or stopping the job half-way (Parquet, ANSI casts)."""
+    :data:`~.schema.MALFORMED`: a row holding a value that is not of its column's type is rejected with that reason,
+    like any other bad row, instead of passing as a null (JSON) or stopping the job half-way (Parquet, ANSI casts)."""
     from pyspark.sql import functions as F
 
     if fmt == "json":

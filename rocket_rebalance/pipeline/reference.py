@@ -19,7 +19,7 @@ from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
 from rocket_rebalance.pipeline.movement import offsets_from_rows
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import Scenario
-from rocket_rebalance.pipeline.schema import INPUT_TABLES, OUTPUT_TABLES, check_snapshot
+from rocket_rebalance.pipeline.schema import INPUT_TABLES, MALFORMED, OUTPUT_TABLES, check_snapshot
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 from rocket_rebalance.pipeline.validate import (
     DUPLICATE_ROUTE,
@@ -43,9 +43,6 @@ __all__ = [
 Row = dict[str, Any]
 Tables = dict[str, list[Row]]
 
-MALFORMED = "_malformed"
-"""Key of a read row whose values are not all of their columns' types: the reason it is rejected."""
-
 _INTEGER_RANGES = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1)}
 
 
@@ -66,7 +63,7 @@ def _coerce(value: Any, spark_type: str) -> Any:
 
 
 def _typed_row(raw: Any, table: str) -> Row:
-    """A read row with its spec's columns; with :data:`MALFORMED` set when Spark would find it malformed too: a
+    """A read row with its spec's columns; with :data:`~.schema.MALFORMED` set when Spark would find it malformed too: a
     line that is no JSON object, or the first column whose value is not of its type (a string in an int column)."""
     columns = INPUT_TABLES[table].columns
     if not isinstance(raw, Mapping):
@@ -103,7 +100,7 @@ def _file_rows(path: Path, fmt: str) -> Iterator[Any]:
 
 def read_snapshot(snapshot: Path, tables: Iterable[str], optional: tuple[str, ...] = ()) -> Tables:
     """Every table's rows (``optional`` tables when present), with the columns of its spec only (missing optional
-    columns are ``None``), and the :data:`MALFORMED` reason of a row Spark cannot read either."""
+    columns are ``None``), and the :data:`~.schema.MALFORMED` reason of a row Spark cannot read either."""
     found = check_snapshot(snapshot, list(tables), optional)
     return {table: [_typed_row(raw, table) for raw in _file_rows(path, fmt)] for table, (path, fmt) in found.items()}
 

@@ -21,6 +21,7 @@ from rocket_rebalance.snapshot_folder import SnapshotError, data_files, has_tabl
 __all__ = [
     "ARROW_TYPES",
     "INPUT_TABLES",
+    "MALFORMED",
     "OUTPUT_TABLES",
     "Column",
     "TableSpec",
@@ -50,6 +51,11 @@ class TableSpec:
         """The Spark DDL schema, used to read JSON Lines without inference and to cast Parquet columns."""
         return ", ".join(f"`{c.name}` {c.spark_type}" for c in self.columns)
 
+
+MALFORMED = "_malformed"
+"""What a read of an input table adds to each row besides the spec's columns (a column in the Spark job, a key in the
+reference): why the row's values cannot be read as the table's types, which rejects it (null or absent when they
+can)."""
 
 INPUT_TABLES: dict[str, TableSpec] = {  # the tables of snapshot_folder.TABLES, in its order
     spec.name: spec

@@ -25,9 +25,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from rocket_rebalance.pipeline.analysis import Offsets, Scenario, analyze_group, exposure, gc_paused
+from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
+from rocket_rebalance.pipeline.movement import Offsets, exposure
 from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.rows import Tables
+from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES, record_batch, struct_of_columns
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rocket_rebalance.pipeline.analysis import Scenario
 from rocket_rebalance.pipeline.options import WriterSpec
 from rocket_rebalance.pipeline.report import ReportParts
+from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 

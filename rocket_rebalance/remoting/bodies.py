@@ -25,7 +25,7 @@ from rocket_rebalance.remoting.frame import ProtocolError
 from rocket_rebalance.route import QueueData, RouteError, TopicRoute
 from rocket_rebalance.subscription import SUB_ALL as _SUB_ALL
 from rocket_rebalance.subscription import TAG as _TAG
-from rocket_rebalance.subscription import SubscriptionExpression, java_string_hash_code  # noqa: F401 (re-exported)
+from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = [
     "CONSUME_FROM_WHERE",
@@ -48,7 +48,6 @@ __all__ = [
     "encode_lock_body",
     "encode_query_assignment",
     "encode_running_info",
-    "java_string_hash_code",
     "parse_cluster_info",
     "parse_consume_stats",
     "parse_consumer_connection",

@@ -7,7 +7,6 @@ import pytest
 from rocket_rebalance.core import (
     Action,
     ClientIdShared,
-    ConsumeFromWhere,
     ConsumerIdsChanged,
     ConsumerListFetched,
     DropQueue,
@@ -16,7 +15,6 @@ from rocket_rebalance.core import (
     HandoverWithoutOffset,
     LockQueues,
     LockResult,
-    MessageModel,
     MessagesConsumed,
     MessagesDispatched,
     MessagesPulled,
@@ -48,7 +46,14 @@ from rocket_rebalance.core import (
     WakeAt,
     default_consume_timestamp_ms,
 )
-from rocket_rebalance.model import DuplicateClientIdWarning, MessageQueue, prepare_rebalance_input, retry_topic
+from rocket_rebalance.model import (
+    ConsumeFromWhere,
+    DuplicateClientIdWarning,
+    MessageModel,
+    MessageQueue,
+    prepare_rebalance_input,
+    retry_topic,
+)
 from rocket_rebalance.strategies import create_strategy
 
 G = "group"

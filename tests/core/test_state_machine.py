@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from rocket_rebalance.core import ConsumeFromWhere, RebalanceConfig
-from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
+from rocket_rebalance.core import RebalanceConfig
+from rocket_rebalance.model import ConsumeFromWhere, MessageQueue, prepare_rebalance_input, retry_topic
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy, spans_topics
 from tests.core.sim import Sim, SimConsumer
 

@@ -298,9 +298,7 @@ def test_a_consumer_that_cannot_save_offsets_still_hands_its_queues_over(start_s
     try:
         assert wait(lambda: sum(len(q) for q in a.owned_queues().values()) == 10)  # 8, and 2 of the retry topic
         seen_b = Seen()
-        b = PushConsumer(
-            address, "GID_hostile", topics=["TopicTest"], listener=seen_b.listener, client_id="c2", **FAST
-        )
+        b = PushConsumer(address, "GID_hostile", topics=["TopicTest"], listener=seen_b.listener, client_id="c2", **FAST)
         b.start()
         try:
             assert wait(lambda: len(b.owned_queues().get("TopicTest", ())) == 4)  # allocated; locks to come

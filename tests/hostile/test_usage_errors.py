@@ -14,12 +14,14 @@ from rocket_rebalance.pipeline import submit
     [
         ((), "rocket-rebalance", "required: COMMAND"),
         (("nope",), "rocket-rebalance", "invalid choice: 'nope'"),
-        (("snapshot", "-n", "127.0.0.1:9876", "--out", "x", "--concurrency", "many"), "rocket-rebalance snapshot",
-         "invalid int value: 'many'"),
+        (
+            ("snapshot", "-n", "127.0.0.1:9876", "--out", "x", "--concurrency", "many"),
+            "rocket-rebalance snapshot",
+            "invalid int value: 'many'",
+        ),
         (("allocate-mq", "-t", "T"), "rocket-rebalance allocate-mq", "required"),
         (("impact", "--snapshot"), "rocket-rebalance impact", "expected one argument"),
-        (("allocate-mq", "-t", "T", "-i", "a", "--strategy", "AVG\x1b[2J"), "rocket-rebalance allocate-mq",
-         "\\x1b[2J"),
+        (("allocate-mq", "-t", "T", "-i", "a", "--strategy", "AVG\x1b[2J"), "rocket-rebalance allocate-mq", "\\x1b[2J"),
     ],
 )
 def test_a_usage_error_is_one_line(

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rocket_rebalance.cli import main as cli_main
-from rocket_rebalance.pipeline.analysis import load_scenario
+from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 
 pytestmark = pytest.mark.spark

@@ -12,9 +12,9 @@ import pytest
 
 from rocket_rebalance.cli import main as cli_main
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
-from rocket_rebalance.pipeline.analysis import load_scenario
 from rocket_rebalance.pipeline.options import WriterSpec, writer_spec
 from rocket_rebalance.pipeline.reference import run_reference
+from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from tests.pipeline.test_job import canonical
 

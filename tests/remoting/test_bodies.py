@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError, bodies, fastjson
-from rocket_rebalance.remoting.bodies import (
-    ConsumeStatus,
-    ProcessQueueInfo,
-    Subscription,
-    java_string_hash_code,
-)
+from rocket_rebalance.remoting.bodies import ConsumeStatus, ProcessQueueInfo, Subscription
 from rocket_rebalance.route import QueueData
+from rocket_rebalance.subscription import java_string_hash_code
 
 MQ0, MQ1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
 

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.core import ConsumeFromWhere
 from rocket_rebalance.lab.mixed_group import new_topic
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, RocketMQUnavailable, ensure_jars, mqadmin
 from rocket_rebalance.lab.wait import wait_until
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.transport import Message
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from rocket_rebalance.core import ConsumeFromWhere, MessageModel
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocket_rebalance.core import ConsumeFromWhere, MessageModel
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.health import Health
 from rocket_rebalance.runtime.settings import ListenerError

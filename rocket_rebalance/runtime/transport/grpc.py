@@ -51,14 +51,13 @@ from rocket_rebalance.runtime.transport.grpc_calls import (
     call_metadata,
     closed_error,
     read_connect_stream,
-    route_from_wire,
     rpc_error,
     service_stubs,
 )
 from rocket_rebalance.runtime.workers import DaemonPool
 from rocket_rebalance.subscription import SubscriptionExpression
 
-__all__ = ["GrpcTransport", "route_from_wire"]
+__all__ = ["GrpcTransport"]
 
 log = logging.getLogger("rocket_rebalance.runtime.grpc")
 

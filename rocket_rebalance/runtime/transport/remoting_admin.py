@@ -20,7 +20,8 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
     reported_expression,
 )
-from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool, wire_error
+from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool
+from rocket_rebalance.runtime.transport.remoting_wire import wire_error
 
 __all__ = ["RemotingAdminReads"]
 

@@ -51,15 +51,11 @@ from rocket_rebalance.runtime.transport.remoting_wire import (
     Effect,
     Exchange,
     Op,
-    int_field,
-    parsed_body,
     step,
-    stored_message,
-    wire_error,
 )
 from rocket_rebalance.runtime.workers import DaemonPool
 
-__all__ = ["WORK_THREADS", "RemotingPool", "int_field", "parsed_body", "stored_message", "wire_error"]
+__all__ = ["WORK_THREADS", "RemotingPool"]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 

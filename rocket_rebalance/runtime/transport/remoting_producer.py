@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from rocket_rebalance.remoting import RequestCode, headers, request
 from rocket_rebalance.runtime.transport import TransportError
-from rocket_rebalance.runtime.transport.remoting_calls import PRODUCER_GROUP
 from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool
 
-__all__ = ["PRODUCER_GROUP", "RemotingProducer"]
+__all__ = ["RemotingProducer"]
 
 
 class RemotingProducer(RemotingPool):
