@@ -292,17 +292,6 @@ def test_only_the_demo_imports_the_lab() -> None:
         assert not lab, f"{path.relative_to(ROOT)} imports {lab}" + (" at module level" if path in allowed else "")
 
 
-# Exempt from the re-export rule while they are being split (issue 36): rewritten elsewhere, their re-exports go then.
-REEXPORTING_BEING_SPLIT = ("runtime/engine.py", "runtime/pull_consumer.py")  # being split (issue 36)
-# Re-exports kept only because a file being split (issue 36) still imports the name from here; each goes when that
-# file imports it from where it is defined.
-KEPT_FOR_BEING_SPLIT = {
-    ("core/__init__.py", "ConsumeFromWhere"): "runtime/consumer.py",  # being split (issue 36)
-    ("core/__init__.py", "MessageModel"): "runtime/consumer.py",  # being split (issue 36)
-    ("runtime/health.py", "first_few"): "runtime/driver.py",  # being split (issue 36)
-}
-
-
 def _exported(tree: ast.Module) -> list[str]:
     """The names of a module's ``__all__`` (empty without one)."""
     for node in tree.body:
@@ -331,15 +320,13 @@ def test_no_module_re_exports_another_modules_names() -> None:
     found = []
     for path in _modules(PACKAGE):
         relative = str(path.relative_to(PACKAGE))
-        if relative in REEXPORTING_BEING_SPLIT:
-            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = _imported_from(tree)
         package = _dotted(path) if path.name == "__init__.py" else None
         for name in _exported(tree):
             source = imported.get(name)
             own = package is not None and source is not None and (source + ".").startswith(package + ".")
-            if source is not None and not own and (relative, name) not in KEPT_FOR_BEING_SPLIT:
+            if source is not None and not own:
                 found.append(f"{relative} re-exports {name} from {source}")
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):

@@ -59,17 +59,11 @@ from rocket_rebalance.core.events import (
 from rocket_rebalance.core.machine import QueueState, RebalanceCore
 from rocket_rebalance.core.process_queue import ProcessQueue
 
-# The model's, not the core's: kept only while runtime/consumer.py, being split (issue 36), imports them from here.
-# Import them from rocket_rebalance.model; remove these lines, their __all__ entries and their exemption in
-# tests/test_layering.py (KEPT_FOR_BEING_SPLIT) when consumer.py does.
-from rocket_rebalance.model import ConsumeFromWhere, MessageModel
-
 __all__ = [
     "Action",
     "BrokerConnectionLost",
     "BrokerRegistered",
     "ClientIdShared",
-    "ConsumeFromWhere",  # kept for runtime/consumer.py, being split (issue 36): see above
     "ConsumerIdsChanged",
     "ConsumerListFetched",
     "DeadHoldersChecked",
@@ -80,7 +74,6 @@ __all__ = [
     "HandoverWithoutOffset",
     "LockQueues",
     "LockResult",
-    "MessageModel",  # kept for runtime/consumer.py, being split (issue 36): see above
     "MessagesConsumed",
     "MessagesReturned",
     "MessagesDispatched",

@@ -39,9 +39,8 @@ from rocket_rebalance.core import (
     RouteUpdated,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, RETRY_GROUP_TOPIC_PREFIX, MessageQueue
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, RETRY_GROUP_TOPIC_PREFIX, MessageQueue, first_few
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.runtime.health import first_few
 from rocket_rebalance.runtime.members import MemberLanguages
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.offset_store import (

@@ -16,8 +16,7 @@ from functools import partial
 from typing import Any
 
 from rocket_rebalance.core import QueuesRevoked
-from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.runtime.health import first_few
+from rocket_rebalance.model import MessageQueue, first_few
 from rocket_rebalance.runtime.listener import RebalanceListener
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.service import Service

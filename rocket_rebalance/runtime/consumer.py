@@ -21,9 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from rocket_rebalance.core import ConsumeFromWhere, MessageModel, RebalanceConfig, default_consume_timestamp_ms
+from rocket_rebalance.core import RebalanceConfig, default_consume_timestamp_ms
 from rocket_rebalance.model import (
     AclCredentials,
+    ConsumeFromWhere,
+    MessageModel,
     MessageQueue,
     TlsSettings,
     build_client_id,

@@ -62,11 +62,11 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import MessageQueue, first_few
 from rocket_rebalance.runtime.brokers import Brokers
 from rocket_rebalance.runtime.callbacks import News, RebalanceCallbacks
 from rocket_rebalance.runtime.dispatch import Dispatch, consume_directly
-from rocket_rebalance.runtime.health import ErrorHook, Health, first_few
+from rocket_rebalance.runtime.health import ErrorHook, Health
 from rocket_rebalance.runtime.history import describe_rounds
 from rocket_rebalance.runtime.listener import RebalanceListener
 from rocket_rebalance.runtime.members import MemberLanguages

@@ -23,10 +23,7 @@ from dataclasses import dataclass, field
 
 from rocket_rebalance.model import first_few
 
-# first_few is the model's: listed here only while runtime/driver.py, being split (issue 36), imports it from here.
-# Drop it from __all__, and its exemption in tests/test_layering.py (KEPT_FOR_BEING_SPLIT), when driver.py imports it
-# from rocket_rebalance.model.
-__all__ = ["ErrorHook", "Health", "first_few"]
+__all__ = ["ErrorHook", "Health"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
