@@ -59,7 +59,7 @@ from rocket_rebalance.runtime.transport.remoting_answers import (
     failed_answer,
 )
 from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
-from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Effect, Exchange, Op, step
+from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Exchange, Op, WireIO, step
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["AsyncRemotingTransport"]
@@ -167,21 +167,21 @@ class AsyncRemotingTransport(RemotingEnds):
         error: TransportError | None = None
         try:
             while True:
-                effect = step(op, reply, error)
-                if isinstance(effect, Done):
-                    return effect.value
+                io = step(op, reply, error)
+                if isinstance(io, Done):
+                    return io.value
                 try:
-                    reply, error = await self._perform(effect), None
+                    reply, error = await self._perform(io), None
                 except TransportError as failed:
                     reply, error = None, failed
         finally:
             op.close()
 
-    async def _perform(self, effect: Effect) -> object:
-        if isinstance(effect, Exchange):
-            return await self._exchange(effect.address, effect.name, effect.command, effect.timeout)
-        if isinstance(effect, Batch):
-            return await self._batch(effect)
+    async def _perform(self, io: WireIO) -> object:
+        if isinstance(io, Exchange):
+            return await self._exchange(io.address, io.name, io.command, io.timeout)
+        if isinstance(io, Batch):
+            return await self._batch(io)
         async with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
             await self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
         return None

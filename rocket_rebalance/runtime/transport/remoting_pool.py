@@ -48,9 +48,9 @@ from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
 from rocket_rebalance.runtime.transport.remoting_wire import (
     Batch,
     Done,
-    Effect,
     Exchange,
     Op,
+    WireIO,
     int_field,
     parsed_body,
     step,
@@ -166,19 +166,19 @@ class RemotingPool(RemotingEnds, ABC):
         reply: object = None
         error: TransportError | None = None
         while True:
-            effect = step(op, reply, error)
-            if isinstance(effect, Done):
-                return effect.value
+            io = step(op, reply, error)
+            if isinstance(io, Done):
+                return io.value
             try:
-                reply, error = self._perform(effect), None
+                reply, error = self._perform(io), None
             except TransportError as failed:
                 reply, error = None, failed
 
-    def _perform(self, effect: Effect) -> object:
-        if isinstance(effect, Exchange):
-            return self._call(effect.address, effect.name, effect.command, effect.timeout)
-        if isinstance(effect, Batch):
-            return self._each(effect.address, effect.name, effect.commands, effect.timeout)
+    def _perform(self, io: WireIO) -> object:
+        if isinstance(io, Exchange):
+            return self._call(io.address, io.name, io.command, io.timeout)
+        if isinstance(io, Batch):
+            return self._each(io.address, io.name, io.commands, io.timeout)
         with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
             self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
         return None

@@ -47,11 +47,11 @@ __all__ = [
     "CLUSTER_INFO_EVERY",
     "Batch",
     "Done",
-    "Effect",
     "Exchange",
     "LearnCluster",
     "Op",
     "RemotingWire",
+    "WireIO",
     "int_field",
     "parsed_body",
     "step",
@@ -76,7 +76,7 @@ _CODE_NAMES: dict[int, str] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------------------- effects
+# ---------------------------------------------------------------------------------------------------------- I/O
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,11 @@ class LearnCluster:
     under a lock of its runtime's kind, so that one look-up is under way at a time, whoever asks."""
 
 
-Effect = Exchange | Batch | LearnCluster
-Op = Generator[Effect, object, T]
-"""An operation: yields effects, is sent each one's result (or has its failure thrown in), returns a ``T``."""
+WireIO = Exchange | Batch | LearnCluster
+"""The I/O an operation asks its driver for: the one thing the two runtimes' drivers carry out each their own way."""
+
+Op = Generator[WireIO, object, T]
+"""An operation: yields its I/O, is sent each one's result (or has its failure thrown in), returns a ``T``."""
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,10 @@ class Done(Generic[T]):
     value: T
 
 
-def step(op: Op[T], reply: object, error: TransportError | None) -> Effect | Done[T]:
-    """Resume ``op`` with the last effect's ``reply`` (or throw its ``error`` in; the first step sends None): the
-    next effect it asks for, or :class:`Done`. Each driver is a loop around this, performing effects its own way."""
+def step(op: Op[T], reply: object, error: TransportError | None) -> WireIO | Done[T]:
+    """Resume ``op`` with the last I/O's ``reply`` (or throw its ``error`` in; the first step sends None): the
+    next :data:`WireIO` it asks for, or :class:`Done`. Each driver is a loop around this, carrying out the I/O its
+    own way."""
     try:
         return op.send(reply) if error is None else op.throw(error)
     except StopIteration as stop:
