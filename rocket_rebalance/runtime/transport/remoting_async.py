@@ -20,7 +20,8 @@ Written twice, once per runtime, and why: the driver loop (:meth:`AsyncRemotingT
 connection under a per-address lock, and the answer to CONSUME_MESSAGE_DIRECTLY (:meth:`AsyncRemotingTransport.
 _reply`) differ from the threaded transport's only by ``await`` and by the kind of lock: a thread cannot await the
 loop's future, and the loop must not block on a thread's lock, so each runtime keeps those few lines of its own
-around the shared :func:`~.remoting_wire.step`, :class:`~.connection.Backoff` and :mod:`.remoting_answers`.
+around the shared :func:`~.remoting_wire.step`, :class:`~.connection.Link`, :class:`~.connection.Backoff` and
+:mod:`.remoting_answers`.
 
 A transport belongs to the loop of its first call: its connections are that loop's streams, and a call from
 another loop is refused (``FAILED_PRECONDITION``) rather than left to hang on a stream no loop reads.
@@ -32,7 +33,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
@@ -50,7 +50,7 @@ from rocket_rebalance.runtime.transport import (
     StreamEnded,
     TransportError,
 )
-from rocket_rebalance.runtime.transport.connection import Backoff
+from rocket_rebalance.runtime.transport.connection import Link
 from rocket_rebalance.runtime.transport.connection_async import AsyncConnection
 from rocket_rebalance.runtime.transport.remoting_answers import (
     NotificationStreams,
@@ -69,15 +69,6 @@ log = logging.getLogger("rocket_rebalance.runtime.remoting")
 T = TypeVar("T")
 
 
-@dataclass
-class _Link:
-    """What the transport knows of one address: its live connection and, after failures, when to try again."""
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    connection: AsyncConnection | None = None
-    backoff: Backoff = field(default_factory=Backoff)
-
-
 class AsyncRemotingTransport(RemotingEnds):
     """A RocketMQ client's wire to the name servers ``namesrv_addrs`` and the brokers their routes name, on the
     running event loop; see the module docstring. ``timeout`` is each call's (a pull's socket waits its long poll
@@ -91,7 +82,7 @@ class AsyncRemotingTransport(RemotingEnds):
         tls: TlsSettings | None = None,
     ) -> None:
         super().__init__(namesrv_addrs, timeout, credentials, tls)
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, Link[asyncio.Lock, AsyncConnection]] = {}
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cluster_info_lock = asyncio.Lock()
@@ -116,7 +107,7 @@ class AsyncRemotingTransport(RemotingEnds):
                 f"the transport to {self.address} belongs to another event loop (the one of its first call)",
                 "FAILED_PRECONDITION",
             )
-        link = self._links.setdefault(address, _Link())
+        link = self._links.setdefault(address, Link(asyncio.Lock()))
         async with link.lock:  # one opening at a time per address
             current = link.connection
             if current is not None and current.alive:

@@ -36,14 +36,13 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rocket_rebalance.model import AclCredentials, TlsSettings
 from rocket_rebalance.remoting import RemotingCommand
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import TransportError
-from rocket_rebalance.runtime.transport.connection import Backoff, Completion, Connection, Reactor
+from rocket_rebalance.runtime.transport.connection import Completion, Connection, Link, Reactor
 from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
 from rocket_rebalance.runtime.transport.remoting_wire import (
     Batch,
@@ -68,15 +67,6 @@ WORK_THREADS = 2  # answers to brokers' requests and re-sends after GO_AWAY in p
 T = TypeVar("T")
 
 
-@dataclass
-class _Link:
-    """What the pool knows of one address: its live connection and, after failures, when to try again."""
-
-    lock: threading.Lock
-    connection: Connection | None = None
-    backoff: Backoff = field(default_factory=Backoff)
-
-
 class RemotingPool(RemotingEnds, ABC):
     """Connections to the name servers ``namesrv_addrs`` and the brokers their routes name, one per address.
 
@@ -91,7 +81,7 @@ class RemotingPool(RemotingEnds, ABC):
         tls: TlsSettings | None = None,
     ) -> None:
         super().__init__(namesrv_addrs, timeout, credentials, tls)
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, Link[threading.Lock, Connection]] = {}
         self._links_lock = threading.Lock()
         self._closed = False
         self._reactor = Reactor()
@@ -108,11 +98,11 @@ class RemotingPool(RemotingEnds, ABC):
 
     # ------------------------------------------------------------------ connections
 
-    def _link(self, address: str) -> _Link:
+    def _link(self, address: str) -> Link[threading.Lock, Connection]:
         with self._links_lock:
             link = self._links.get(address)
             if link is None:
-                link = self._links[address] = _Link(threading.Lock())
+                link = self._links[address] = Link(threading.Lock())
             return link
 
     def _open(self, address: str) -> Connection:
