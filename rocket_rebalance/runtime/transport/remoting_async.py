@@ -174,7 +174,7 @@ class AsyncRemotingTransport(RemotingEnds):
         if isinstance(io, Batch):
             return await self._batch(io)
         async with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
-            await self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
+            await self._run(self._wire.learn_cluster())
         return None
 
     async def _exchange(

@@ -9,7 +9,7 @@ What each request is and which address it goes to is the wire's (:mod:`.remoting
 transport): the name servers of the list are tried in turn, from the one that answered last; brokers are named as
 in routes, and their addresses are learnt from every route and from the cluster info (:meth:`RemotingPool.route`,
 :meth:`RemotingPool.brokers`, the two name-server reads every role relies on). A broker no route gave an address
-for asks the cluster info at most once per :attr:`RemotingPool.CLUSTER_INFO_EVERY` seconds, one look-up at a time
+for asks the cluster info at most once per :attr:`~.RemotingWire.cluster_info_every` seconds, one look-up at a time
 (the pool's lock), whoever asks: a heartbeat round over a thousand such brokers costs one look-up, not a thousand.
 The pool runs the wire's operations with a blocking driver (:meth:`RemotingPool._run`): each exchange waits for
 its answer, which the reader delivers. A connection that fails is reopened on the next call, with a backoff
@@ -170,7 +170,7 @@ class RemotingPool(RemotingEnds, ABC):
         if isinstance(io, Batch):
             return self._each(io.address, io.name, io.commands, io.timeout)
         with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
-            self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
+            self._run(self._wire.learn_cluster())
         return None
 
     # ------------------------------------------------------------------ requests

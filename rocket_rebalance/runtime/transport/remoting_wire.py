@@ -209,6 +209,7 @@ class RemotingWire:
         self._broker_addrs: dict[str, dict[int, str]] = {}
         self._addrs_lock = threading.Lock()
         self.sub_version = int(time.time() * 1000)  # the subscriptions' version in heartbeats, pulls, running info
+        self.cluster_info_every = CLUSTER_INFO_EVERY  # seconds between look-ups for brokers no route named
         self._cluster_info_next = 0.0  # time.monotonic() before which an unknown broker asks no cluster info
         self._cluster_info_error: TransportError | None = None  # how the last such look-up failed, if it did
 
@@ -339,11 +340,12 @@ class RemotingWire:
             raise TransportError(f"broker {broker} has no master in the route from {self.address}", "UNAVAILABLE")
         return addrs[0]
 
-    def learn_cluster(self, every: float) -> Op[None]:
-        """Learn every broker's addresses from the cluster info, unless it was asked less than ``every`` seconds
-        ago (then its failure, if it failed, is this call's): a heartbeat round over a thousand unknown brokers
-        costs one look-up, not a thousand. Run by the driver for :class:`LearnCluster`, under its lock, so a caller
-        that comes while one is under way waits for it and uses what it learnt."""
+    def learn_cluster(self) -> Op[None]:
+        """Learn every broker's addresses from the cluster info, unless it was asked less than
+        :attr:`cluster_info_every` seconds ago (then its failure, if it failed, is this call's): a heartbeat round
+        over a thousand unknown brokers costs one look-up, not a thousand. Run by the driver for
+        :class:`LearnCluster`, under its lock, so a caller that comes while one is under way waits for it and uses
+        what it learnt."""
         if time.monotonic() < self._cluster_info_next:
             failed = self._cluster_info_error
             if failed is not None:
@@ -357,7 +359,7 @@ class RemotingWire:
         else:
             self._cluster_info_error = None
         finally:
-            self._cluster_info_next = time.monotonic() + every
+            self._cluster_info_next = time.monotonic() + self.cluster_info_every
 
     def _learn(self, broker_addrs: Mapping[str, Mapping[int, str]]) -> None:
         with self._addrs_lock:
