@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting.message import StoredMessage
 from rocket_rebalance.runtime.transport import Message
-from rocket_rebalance.runtime.transport.remoting_pool import stored_message
+from rocket_rebalance.runtime.transport.remoting_wire import stored_message
 
 MQ = MessageQueue("TopicTest", "broker-a", 3)
 names = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "RETRY_TOPIC"])

@@ -3,9 +3,9 @@
 Each method is the Java client's request (``MQClientAPIImpl``): every required header field sent as a string, Java
 enum names in bodies, and the retry topic ``%RETRY%<group>`` in every heartbeat of a clustering consumer, so Java
 and Python members of one group keep one subscription table. The threaded :class:`~.remoting.RemotingTransport`
-runs them with its blocking driver, the asyncio :class:`~.remoting_async.AsyncRemotingTransport` awaits them; only
-the threaded pull, which waits with no thread at all (a callback on the reader), sends :meth:`RemotingCalls.
-pull_request` itself and reads the answer with :func:`pull_result`.
+runs them with its pool's blocking driver, the asyncio :class:`~.remoting_async.AsyncRemotingTransport` awaits
+them; only the threaded pull, which waits with no thread at all (a callback on the reader), sends
+:meth:`RemotingCalls.pull_request` itself and reads the answer with :func:`pull_result`.
 """
 
 from __future__ import annotations
