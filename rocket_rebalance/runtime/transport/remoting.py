@@ -6,10 +6,11 @@ Java enum names in bodies, and the retry topic ``%RETRY%<group>`` in every heart
 Java and Python members of one group keep one subscription table.
 
 :class:`RemotingTransport` is one object that has its parts rather than inherits them: one connection pool, and a
-role object for each kind of traffic, each in a module of its own and each built over that one pool, because the
-broker keys a consumer by its connection (heartbeats, pulls and the unregister must share it, and the broker's
-requests to the consumer arrive on it). Its public methods (the :class:`~rocket_rebalance.runtime.transport.
-AdminTransport` protocol and the producer's) delegate to the part that owns each:
+role object for each kind of traffic, each in a module of its own and all on that one pool (built over it, or for
+the requests brokers send us, given to it), because the broker keys a consumer by its connection (heartbeats, pulls
+and the unregister must share it, and the broker's requests to the consumer arrive on it). Its public methods
+(the :class:`~rocket_rebalance.runtime.transport.AdminTransport` protocol and the producer's) delegate to the part
+that owns each:
 
 * :mod:`.remoting_pool` (:class:`~.remoting_pool.RemotingPool`): one TCP connection per name server or broker
   address, the name servers tried in turn, brokers' addresses learnt from routes and cluster info (``route`` and
