@@ -3,8 +3,8 @@ the one thread that reads them all.
 
 What a connection does above its socket (the table of requests waiting by opaque, the first bytes' check, frames
 decoded and told apart, deadlines, the end that fails what waits, the errors' wording) is :class:`Multiplexer`,
-shared with the asyncio connection (:mod:`.connection_async`), as is the reconnect :class:`Backoff`; the rest of
-this module is the threaded runtime's socket and reader.
+shared with the asyncio connection (:mod:`.connection_async`), as are the reconnect :class:`Backoff` and the
+pools' record of an address (:class:`Link`); the rest of this module is the threaded runtime's socket and reader.
 
 A :class:`Connection` owns one socket. Requests from any thread are written whole under a lock and wait for their
 answer by opaque; a request's completion is a callback, so a long-poll pull waits with no thread of its own.
@@ -40,7 +40,8 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Generic, TypeVar
 
 from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, sniff_non_remoting
 from rocket_rebalance.runtime.transport import TransportError
@@ -50,6 +51,7 @@ __all__ = [
     "Backoff",
     "Completion",
     "Connection",
+    "Link",
     "Multiplexer",
     "Pending",
     "Reactor",
@@ -566,3 +568,18 @@ class Backoff:
         """A connection ended with ``error``."""
         if error.code == "FAILED_PRECONDITION":  # a server of another kind: do not retry at once
             self.last_error, self.retry_at = error, now + _BACKOFF[1]
+
+
+LockT = TypeVar("LockT")
+ConnectionT = TypeVar("ConnectionT", bound=Multiplexer)
+
+
+@dataclass
+class Link(Generic[LockT, ConnectionT]):
+    """What a pool knows of one address, for both runtimes' pools: its live connection and, after failures, when
+    to try again. ``lock`` is of the pool's runtime's kind (a thread's or the loop's): whoever holds it is the one
+    opening a connection to the address."""
+
+    lock: LockT
+    connection: ConnectionT | None = None
+    backoff: Backoff = field(default_factory=Backoff)

@@ -5,82 +5,120 @@ client does (``MQClientAPIImpl``): requests multiplexed by opaque, every require
 Java enum names in bodies, and the retry topic ``%RETRY%<group>`` in every heartbeat of a clustering consumer, so
 Java and Python members of one group keep one subscription table.
 
-:class:`RemotingTransport` is one object with four roles, each in a module of its own, over one connection pool:
+:class:`RemotingTransport` is one object that has its parts rather than inherits them: one connection pool, and a
+role object for each kind of traffic, each in a module of its own and all on that one pool (built over it, or for
+the requests brokers send us, given to it), because the broker keys a consumer by its connection (heartbeats, pulls
+and the unregister must share it, and the broker's requests to the consumer arrive on it). Its public methods
+(the :class:`~rocket_rebalance.runtime.transport.AdminTransport` protocol and the producer's) delegate to the part
+that owns each:
 
-* :mod:`.remoting_pool`: one TCP connection per name server or broker address, shared by every role (the broker
-  keys a consumer by its connection, so heartbeats, pulls and the unregister all share it), the name servers tried
-  in turn, brokers' addresses learnt from routes and cluster info, one reader thread for every connection and a
-  small work pool (a fixed number of threads, however many brokers); ACL signing and TLS belong there;
+* :mod:`.remoting_pool` (:class:`~.remoting_pool.RemotingPool`): one TCP connection per name server or broker
+  address, the name servers tried in turn, brokers' addresses learnt from routes and cluster info (``route`` and
+  ``brokers`` are its), the blocking driver of the wire's operations, one reader thread for every connection and a
+  small work pool (a fixed number of threads, however many brokers), TLS and ACL signing, and ``close``;
 * this module: the consumer's wire (heartbeat, unregister, consumer list, offsets, locks, pulls, send back), each
-  call the operation of :mod:`.remoting_calls` (shared with the asyncio transport) run by the pool's blocking
-  driver, except the pull, which waits with no thread (a callback on the reader);
-* :mod:`.remoting_inbound`: the requests a broker sends us (notifications, running info, consume directly);
-* :mod:`.remoting_admin`: the operator's reads (connections, topics, groups, running info, progress);
-* :mod:`.remoting_producer`: sending messages and creating topics, for tests, demos and the lab.
+  call the operation of :mod:`.remoting_calls` (shared with the asyncio transport) run by the pool, except the
+  pull, which waits with no thread (a callback on the reader);
+* :mod:`.remoting_inbound` (:class:`~.remoting_inbound.RemotingInbound`): the requests a broker sends us
+  (notifications, running info, consume directly); the pool hands it what its reader receives, so it is built
+  first and given to the pool (``attach`` and ``connect`` are its);
+* :mod:`.remoting_admin` (:class:`~.remoting_admin.RemotingAdminReads`): the operator's reads (connections,
+  topics, groups, running info, progress, assignment);
+* :mod:`.remoting_producer` (:class:`~.remoting_producer.RemotingProducer`): sending messages and creating topics,
+  for tests, demos and the lab.
+
+What the parts share is built once, by :class:`~.remoting_calls.RemotingEnds` (the constructor this transport
+shares with the asyncio one): the wire's calls and state, and the TLS context.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
 from rocket_rebalance.remoting import RemotingCommand
+from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
+    BrokerRequests,
+    ConnectionRow,
+    ConsumerReport,
+    GroupNotified,
     GroupRegistration,
     GroupSubscription,
     Message,
+    NotificationStream,
+    ProgressRow,
     PullResult,
+    StreamEnded,
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting_admin import RemotingAdminReads
-from rocket_rebalance.runtime.transport.remoting_calls import pull_result, pull_timeout
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds, pull_result, pull_timeout
 from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
+from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool
 from rocket_rebalance.runtime.transport.remoting_producer import RemotingProducer
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["RemotingTransport"]
 
 
-class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
-    """A RocketMQ client's wire to the name servers ``namesrv_addrs`` and the brokers their routes name.
+class RemotingTransport(RemotingEnds):
+    """A RocketMQ client's wire to the name servers ``namesrv_addrs`` and the brokers their routes name: ``timeout``
+    is each call's (a pull's socket waits its long poll and 15 s more), ``credentials`` sign every request, ``tls``
+    encrypts every connection.
 
-    The consumer's calls are written here; the pool, the answers to brokers' requests, the operator's reads and the
-    producer come from its bases (see the module docstring), all on one connection per address."""
+    The consumer's calls are written here; the pool and the roles it is made of own the rest (see the module
+    docstring), all on one connection per address."""
+
+    def __init__(
+        self,
+        namesrv_addrs: Sequence[str],
+        timeout: float = 5.0,
+        credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
+    ) -> None:
+        super().__init__(namesrv_addrs, timeout, credentials, tls)
+        self._inbound = RemotingInbound(self._wire)
+        self._pool = RemotingPool(self._wire, self._tls, timeout, self._inbound)
+        self._admin = RemotingAdminReads(self._pool)
+        self._producer = RemotingProducer(self._pool)
+
+    # ------------------------------------------------------------------ the consumer's calls
 
     def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
-        self._run(self._wire.heartbeat(broker, client_id, group))
+        self._pool.run(self._wire.heartbeat(broker, client_id, group))
 
     def check_subscription(
         self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
     ) -> None:
-        self._run(self._wire.check_subscription(broker, consumer_group, client_id, topic, expression))
+        self._pool.run(self._wire.check_subscription(broker, consumer_group, client_id, topic, expression))
 
     def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
-        self._run(self._wire.unregister(broker, client_id, consumer_group))
+        self._pool.run(self._wire.unregister(broker, client_id, consumer_group))
 
     def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
-        return self._run(self._wire.consumer_list(broker, consumer_group))
+        return self._pool.run(self._wire.consumer_list(broker, consumer_group))
 
     def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
-        return self._run(self._wire.subscription_table(broker, consumer_group))
+        return self._pool.run(self._wire.subscription_table(broker, consumer_group))
 
     def query_offsets(
         self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
     ) -> dict[MessageQueue, int | None]:
-        return self._run(self._wire.query_offsets(broker, consumer_group, queues))
+        return self._pool.run(self._wire.query_offsets(broker, consumer_group, queues))
 
     def update_offsets(
         self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
     ) -> dict[MessageQueue, int]:
-        return self._run(self._wire.update_offsets(broker, consumer_group, client_id, offsets))
+        return self._pool.run(self._wire.update_offsets(broker, consumer_group, client_id, offsets))
 
     def lock(
         self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
     ) -> set[MessageQueue]:
-        return self._run(self._wire.lock(broker, consumer_group, client_id, queues))
+        return self._pool.run(self._wire.lock(broker, consumer_group, client_id, queues))
 
     def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
-        self._run(self._wire.unlock(broker, consumer_group, client_id, queues))
+        self._pool.run(self._wire.unlock(broker, consumer_group, client_id, queues))
 
     def pull(
         self,
@@ -94,8 +132,8 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
         """The wire's pull request, sent with its answer going to ``done`` on the reader: an idle queue's long
         poll holds no thread. The broker holds it up to ``wait_ms`` and the socket waits 15 s longer than that."""
         try:
-            address = self._master(mq.broker_name)
-            connection = self._connection(address)
+            address = self._pool.master(mq.broker_name)
+            connection = self._pool.connection(address)
         except TransportError as error:
             done(error)
             return
@@ -110,16 +148,80 @@ class RemotingTransport(RemotingInbound, RemotingAdminReads, RemotingProducer):
                 done(error)
 
         command = self._wire.pull_request(mq, consumer_group, offset, max_messages, wait_ms)
-        self._request(connection, f"PULL_MESSAGE {mq}", command, pull_timeout(wait_ms), finished)
+        self._pool.request(connection, f"PULL_MESSAGE {mq}", command, pull_timeout(wait_ms), finished)
 
     def max_offset(self, mq: MessageQueue) -> int:
-        return self._run(self._wire.max_offset(mq))
+        return self._pool.run(self._wire.max_offset(mq))
 
     def min_offset(self, mq: MessageQueue) -> int:
-        return self._run(self._wire.min_offset(mq))
+        return self._pool.run(self._wire.min_offset(mq))
 
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return self._run(self._wire.search_offset(mq, timestamp_ms))
+        return self._pool.run(self._wire.search_offset(mq, timestamp_ms))
 
     def send_back(self, consumer_group: str, message_: Message, max_reconsume_times: int) -> None:
-        self._run(self._wire.send_back(consumer_group, message_, max_reconsume_times))
+        self._pool.run(self._wire.send_back(consumer_group, message_, max_reconsume_times))
+
+    # ------------------------------------------------------------------ the pool's: where the brokers are, closing
+
+    def route(self, topic: str) -> TopicRoute:
+        return self._pool.route(topic)
+
+    def brokers(self) -> dict[str, str]:
+        """Every broker's master address, from the name server's cluster info."""
+        return self._pool.brokers()
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Close every connection (what waits on one fails at once, and nothing is sent after this), then wait
+        up to ``timeout`` (None: the call timeout) for the reader and the work pool to end; True when they did."""
+        return self._pool.close(timeout)
+
+    # ------------------------------------------------------------------ the inbound role's: what brokers ask of us
+
+    def attach(self, client: BrokerRequests) -> None:
+        """Answer brokers' requests about this consumer (running info, consume directly) from ``client``."""
+        self._inbound.attach(client)
+
+    def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
+        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master, until it closes."""
+        return self._inbound.notifications(self._pool.connection(self._pool.master(broker)), on_group, on_end)
+
+    # ------------------------------------------------------------------ the admin role's: the operator's reads
+
+    def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
+        return self._admin.consumer_connections(consumer_group)
+
+    def topics(self) -> list[str]:
+        return self._admin.topics()
+
+    def consumer_groups(self) -> list[str]:
+        return self._admin.consumer_groups()
+
+    def consumer_report(self, consumer_group: str, client_id: str) -> ConsumerReport:
+        return self._admin.consumer_report(consumer_group, client_id)
+
+    def running_info(self, consumer_group: str, client_id: str) -> frozenset[MessageQueue]:
+        return self._admin.running_info(consumer_group, client_id)
+
+    def query_assignment(self, broker: str, topic: str, consumer_group: str, client_id: str) -> set[MessageQueue]:
+        return self._admin.query_assignment(broker, topic, consumer_group, client_id)
+
+    def consumer_progress(self, consumer_group: str, topic: str = "", owners: bool = True) -> list[ProgressRow]:
+        return self._admin.consumer_progress(consumer_group, topic, owners)
+
+    # ------------------------------------------------------------------ the producer role's
+
+    def send(
+        self,
+        topic: str,
+        broker: str,
+        bodies_: Sequence[bytes],
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
+    ) -> tuple[int, list[int]]:
+        return self._producer.send(topic, broker, bodies_, queue_id, tags, keys, properties)
+
+    def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
+        self._producer.create_topic(topic, queue_nums, brokers)

@@ -1,9 +1,10 @@
 """The remoting transport's operator reads: what ``mqadmin`` asks a RocketMQ cluster about consumer groups.
 
 Connections, topics, groups, a consumer's running info and a group's progress, asked of the name server and of
-every master as ``mqadmin`` asks them, on the pool's connections (:mod:`.remoting_pool`). They are part of the
-transport (the :class:`~rocket_rebalance.runtime.transport.AdminTransport` half) rather than of ``admin/`` because
-they speak the wire; ``admin/`` turns their rows into an operator's answers.
+every master as ``mqadmin`` asks them, on the pool's connections (:mod:`.remoting_pool`), over which the transport
+builds this role. They are part of the transport (the :class:`~rocket_rebalance.runtime.transport.AdminTransport`
+half) rather than of ``admin/`` because they speak the wire; ``admin/`` turns their rows into an operator's
+answers.
 """
 
 from __future__ import annotations
@@ -28,15 +29,20 @@ __all__ = ["RemotingAdminReads"]
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 
-class RemotingAdminReads(RemotingPool):
-    """The operator's reads through the pool's connections (every broker is a master of :meth:`brokers`)."""
+class RemotingAdminReads:
+    """The operator's reads through ``pool``'s connections (every broker is a master of its
+    :meth:`~.remoting_pool.RemotingPool.brokers`)."""
+
+    def __init__(self, pool: RemotingPool) -> None:
+        self._pool = pool
+        self._wire = pool.wire
 
     def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
-        return self._run(self._wire.consumer_connections(consumer_group, self.address))
+        return self._pool.run(self._wire.consumer_connections(consumer_group, self._wire.address))
 
     def topics(self) -> list[str]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""
-        address, answer = self._namesrv_call(
+        address, answer = self._pool.namesrv_call(
             "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         )
         if answer.code != ResponseCode.SUCCESS:
@@ -50,9 +56,9 @@ class RemotingAdminReads(RemotingPool):
         """GET_ALL_SUBSCRIPTIONGROUP_CONFIG at every master, merged. Every master must answer: a group known only
         to a broker that did not would be missing without a word, so one that fails fails the call."""
         groups: set[str] = set()
-        for broker, address in self.brokers().items():
+        for broker, address in self._pool.brokers().items():
             name = f"GET_ALL_SUBSCRIPTIONGROUP_CONFIG at {broker}"
-            answer = self._ok(address, name, request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+            answer = self._pool.ok(address, name, request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
             try:
                 groups |= bodies.parse_subscription_groups(answer.body)
             except ProtocolError as error:
@@ -69,11 +75,11 @@ class RemotingAdminReads(RemotingPool):
         ``DEADLINE_EXCEEDED`` at once, since asking another broker would only wait for the same silent consumer."""
         offline: TransportError | None = None
         unreachable: TransportError | None = None
-        for broker, address in self.brokers().items():
+        for broker, address in self._pool.brokers().items():
             name = f"GET_CONSUMER_RUNNING_INFO {client_id} at {broker}"
             ext = headers.get_consumer_running_info(consumer_group, client_id)
             try:
-                answer = self._call(address, name, request(RequestCode.GET_CONSUMER_RUNNING_INFO, ext))
+                answer = self._pool.call(address, name, request(RequestCode.GET_CONSUMER_RUNNING_INFO, ext))
             except TransportError as error:
                 if error.code != "UNAVAILABLE":
                     raise
@@ -108,11 +114,12 @@ class RemotingAdminReads(RemotingPool):
                 answer.code == ResponseCode.SYSTEM_ERROR and "not online" in (answer.remark or "")
             ):
                 offline = TransportError(
-                    f"consumer {client_id} of {consumer_group} is not online at {self.address}", "NOT_FOUND"
+                    f"consumer {client_id} of {consumer_group} is not online at {self._wire.address}", "NOT_FOUND"
                 )
                 continue
             raise wire_error(name, address, answer)
-        raise unreachable or offline or TransportError(f"no broker in the cluster at {self.address}", "UNAVAILABLE")
+        cluster = self._wire.address
+        raise unreachable or offline or TransportError(f"no broker in the cluster at {cluster}", "UNAVAILABLE")
 
     def running_info(self, consumer_group: str, client_id: str) -> frozenset[MessageQueue]:
         """The queues a consumer of the group says it holds (its :meth:`consumer_report`)."""
@@ -122,8 +129,8 @@ class RemotingAdminReads(RemotingPool):
         """QUERY_ASSIGNMENT: the broker runs Java's AllocateMessageQueueAveragely for ``client_id`` over its own
         member list and route cache, an oracle for what a Java consumer of the group computes."""
         body = bodies.encode_query_assignment(topic, consumer_group, client_id, "AVG", "CLUSTERING")
-        answer = self._ok(
-            self._master(broker), f"QUERY_ASSIGNMENT {topic}", request(RequestCode.QUERY_ASSIGNMENT, body=body)
+        answer = self._pool.ok(
+            self._pool.master(broker), f"QUERY_ASSIGNMENT {topic}", request(RequestCode.QUERY_ASSIGNMENT, body=body)
         )
         return bodies.parse_query_assignment(answer.body)
 
@@ -143,9 +150,9 @@ class RemotingAdminReads(RemotingPool):
             except TransportError as error:
                 log.debug("running info of %s: %s", client_id, error)
         rows: list[ProgressRow] = []
-        for broker, address in self.brokers().items():
+        for broker, address in self._pool.brokers().items():
             ext = headers.get_consume_stats(consumer_group, topic or None)
-            answer = self._call(address, "GET_CONSUME_STATS", request(RequestCode.GET_CONSUME_STATS, ext))
+            answer = self._pool.call(address, "GET_CONSUME_STATS", request(RequestCode.GET_CONSUME_STATS, ext))
             if answer.code != ResponseCode.SUCCESS:
                 if answer.code in (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, ResponseCode.TOPIC_NOT_EXIST):
                     continue
@@ -164,5 +171,5 @@ class RemotingAdminReads(RemotingPool):
                     )
                 )
         if not rows:
-            raise TransportError(f"consumer group {consumer_group} has no offsets at {self.address}", "NOT_FOUND")
+            raise TransportError(f"consumer group {consumer_group} has no offsets at {self._wire.address}", "NOT_FOUND")
         return sorted(rows, key=lambda row: row.mq.sort_key)

@@ -20,7 +20,8 @@ Written twice, once per runtime, and why: the driver loop (:meth:`AsyncRemotingT
 connection under a per-address lock, and the answer to CONSUME_MESSAGE_DIRECTLY (:meth:`AsyncRemotingTransport.
 _reply`) differ from the threaded transport's only by ``await`` and by the kind of lock: a thread cannot await the
 loop's future, and the loop must not block on a thread's lock, so each runtime keeps those few lines of its own
-around the shared :func:`~.remoting_wire.step`, :class:`~.connection.Backoff` and :mod:`.remoting_answers`.
+around the shared :func:`~.remoting_wire.step`, :class:`~.connection.Link`, :class:`~.connection.Backoff` and
+:mod:`.remoting_answers`.
 
 A transport belongs to the loop of its first call: its connections are that loop's streams, and a call from
 another loop is refused (``FAILED_PRECONDITION``) rather than left to hang on a stream no loop reads.
@@ -32,7 +33,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
@@ -50,7 +50,7 @@ from rocket_rebalance.runtime.transport import (
     StreamEnded,
     TransportError,
 )
-from rocket_rebalance.runtime.transport.connection import Backoff
+from rocket_rebalance.runtime.transport.connection import Link
 from rocket_rebalance.runtime.transport.connection_async import AsyncConnection
 from rocket_rebalance.runtime.transport.remoting_answers import (
     NotificationStreams,
@@ -59,7 +59,7 @@ from rocket_rebalance.runtime.transport.remoting_answers import (
     failed_answer,
 )
 from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
-from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Effect, Exchange, Op, step
+from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Exchange, Op, WireIO, step
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["AsyncRemotingTransport"]
@@ -67,15 +67,6 @@ __all__ = ["AsyncRemotingTransport"]
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 T = TypeVar("T")
-
-
-@dataclass
-class _Link:
-    """What the transport knows of one address: its live connection and, after failures, when to try again."""
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    connection: AsyncConnection | None = None
-    backoff: Backoff = field(default_factory=Backoff)
 
 
 class AsyncRemotingTransport(RemotingEnds):
@@ -91,7 +82,7 @@ class AsyncRemotingTransport(RemotingEnds):
         tls: TlsSettings | None = None,
     ) -> None:
         super().__init__(namesrv_addrs, timeout, credentials, tls)
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, Link[asyncio.Lock, AsyncConnection]] = {}
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cluster_info_lock = asyncio.Lock()
@@ -116,7 +107,7 @@ class AsyncRemotingTransport(RemotingEnds):
                 f"the transport to {self.address} belongs to another event loop (the one of its first call)",
                 "FAILED_PRECONDITION",
             )
-        link = self._links.setdefault(address, _Link())
+        link = self._links.setdefault(address, Link(asyncio.Lock()))
         async with link.lock:  # one opening at a time per address
             current = link.connection
             if current is not None and current.alive:
@@ -167,23 +158,23 @@ class AsyncRemotingTransport(RemotingEnds):
         error: TransportError | None = None
         try:
             while True:
-                effect = step(op, reply, error)
-                if isinstance(effect, Done):
-                    return effect.value
+                io = step(op, reply, error)
+                if isinstance(io, Done):
+                    return io.value
                 try:
-                    reply, error = await self._perform(effect), None
+                    reply, error = await self._perform(io), None
                 except TransportError as failed:
                     reply, error = None, failed
         finally:
             op.close()
 
-    async def _perform(self, effect: Effect) -> object:
-        if isinstance(effect, Exchange):
-            return await self._exchange(effect.address, effect.name, effect.command, effect.timeout)
-        if isinstance(effect, Batch):
-            return await self._batch(effect)
+    async def _perform(self, io: WireIO) -> object:
+        if isinstance(io, Exchange):
+            return await self._exchange(io.address, io.name, io.command, io.timeout)
+        if isinstance(io, Batch):
+            return await self._batch(io)
         async with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
-            await self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
+            await self._run(self._wire.learn_cluster())
         return None
 
     async def _exchange(

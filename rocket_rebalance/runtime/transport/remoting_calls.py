@@ -3,9 +3,9 @@
 Each method is the Java client's request (``MQClientAPIImpl``): every required header field sent as a string, Java
 enum names in bodies, and the retry topic ``%RETRY%<group>`` in every heartbeat of a clustering consumer, so Java
 and Python members of one group keep one subscription table. The threaded :class:`~.remoting.RemotingTransport`
-runs them with its blocking driver, the asyncio :class:`~.remoting_async.AsyncRemotingTransport` awaits them; only
-the threaded pull, which waits with no thread at all (a callback on the reader), sends :meth:`RemotingCalls.
-pull_request` itself and reads the answer with :func:`pull_result`.
+runs them with its pool's blocking driver, the asyncio :class:`~.remoting_async.AsyncRemotingTransport` awaits
+them; only the threaded pull, which waits with no thread at all (a callback on the reader), sends
+:meth:`RemotingCalls.pull_request` itself and reads the answer with :func:`pull_result`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from rocket_rebalance.runtime.transport import (
     reported_expression,
 )
 from rocket_rebalance.runtime.transport.remoting_wire import (
-    CLUSTER_INFO_EVERY,
     Op,
     RemotingWire,
     int_field,
@@ -387,9 +386,6 @@ class RemotingEnds:
     wire's calls over the name servers ``namesrv_addrs`` (``timeout`` each, signed with ``credentials``) and the
     TLS context ``tls`` asks for, built first so that a bad TLS file fails before anything starts."""
 
-    CLUSTER_INFO_EVERY = CLUSTER_INFO_EVERY
-    """Seconds between cluster-info look-ups made for a broker that no route gave an address for."""
-
     def __init__(
         self,
         namesrv_addrs: Sequence[str],
@@ -402,3 +398,13 @@ class RemotingEnds:
         self.address = self._wire.address
         self.long_poll_ms = 15000  # RocketMQ's brokerSuspendMaxTimeMillis, which Java's push consumer asks for
         self._timeout = timeout
+
+    @property
+    def CLUSTER_INFO_EVERY(self) -> float:
+        """Seconds between cluster-info look-ups made for a broker that no route gave an address for: the wire's
+        :attr:`~.remoting_wire.RemotingWire.cluster_info_every`, which keeps when the last look-up was."""
+        return self._wire.cluster_info_every
+
+    @CLUSTER_INFO_EVERY.setter
+    def CLUSTER_INFO_EVERY(self, seconds: float) -> None:
+        self._wire.cluster_info_every = seconds

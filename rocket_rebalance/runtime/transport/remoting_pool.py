@@ -1,31 +1,38 @@
-"""The remoting transport's connection pool: one TCP connection per address, shared by every role.
+"""The remoting transport's connection pool: one TCP connection per address, shared by every role, and the threads.
 
-Every part of :class:`~rocket_rebalance.runtime.transport.remoting.RemotingTransport` (the consumer's wire, the
-operator's reads, the producer, the answers to requests a broker sends us) talks through this one pool, because the
-broker keys a consumer by its connection: heartbeats, pulls and the unregister must travel on the same one, and a
-broker's requests to the consumer (notifications, running info) arrive on it too.
+:class:`~rocket_rebalance.runtime.transport.remoting.RemotingTransport` sends everything through this one pool: its
+own consumer calls and the roles built over the pool (:mod:`.remoting_admin`'s operator reads,
+:mod:`.remoting_producer`'s sends), because the broker keys a consumer by its connection: heartbeats, pulls and
+the unregister must travel on the same one, and a broker's requests to the consumer (notifications, running info)
+arrive on it too. Those requests go the other way, so the role that answers them
+(:class:`~.remoting_inbound.RemotingInbound`) is not built over the pool but given to it: it says what each request
+is and what answers it, the pool decides which thread runs that.
 
-What each request is and which address it goes to is the wire's (:mod:`.remoting_wire`, shared with the asyncio
-transport): the name servers of the list are tried in turn, from the one that answered last; brokers are named as
-in routes, and their addresses are learnt from every route and from the cluster info (:meth:`RemotingPool.route`,
-:meth:`RemotingPool.brokers`, the two name-server reads every role relies on). A broker no route gave an address
-for asks the cluster info at most once per :attr:`RemotingPool.CLUSTER_INFO_EVERY` seconds, one look-up at a time
-(the pool's lock), whoever asks: a heartbeat round over a thousand such brokers costs one look-up, not a thousand.
-The pool runs the wire's operations with a blocking driver (:meth:`RemotingPool._run`): each exchange waits for
-its answer, which the reader delivers. A connection that fails is reopened on the next call, with a backoff
-(:class:`~.connection.Backoff`) so a broker that is down is not hammered; a response ``GO_AWAY`` (a broker shutting
-down) retires the connection and the request is sent once more on a new one.
+What the pool owns: the connections (:class:`~.connection.Link` per address; a connection that fails is reopened on
+the next call, with a :class:`~.connection.Backoff` so a broker that is down is not hammered; a response
+``GO_AWAY``, a broker shutting down, retires the connection and the request is sent once more on a new one), the
+blocking driver that runs the wire's operations (:meth:`RemotingPool.run`: each exchange waits for its answer, which
+the reader delivers), and the threads. What each request is and which address it goes to is the wire's
+(:mod:`.remoting_wire`, shared with the asyncio transport), which the pool is given: the name servers of the list
+are tried in turn, from the one that answered last; brokers are named as in routes, and their addresses are learnt
+from every route and from the cluster info (:meth:`RemotingPool.route`, :meth:`RemotingPool.brokers`,
+:meth:`RemotingPool.master`, the name-server reads every role relies on). A broker no route gave an address for
+asks the cluster info at most once per :attr:`~.remoting_wire.RemotingWire.cluster_info_every` seconds, one
+look-up at a time (the pool's lock), whoever asks: a heartbeat round over a thousand such brokers costs one
+look-up, not a thousand.
 
-Threads: one reader for every connection (:class:`~.connection.Reactor`) and a pool of
-:data:`WORK_THREADS` for what the reader must not wait for (answering a broker's requests, opening a new
-connection after GO_AWAY). That is all, however many brokers the routes name. :meth:`RemotingPool.close` ends
-them: after it no request leaves, and every one in flight fails at once.
+Threads: one reader for every connection (:class:`~.connection.Reactor`) and a pool of :data:`WORK_THREADS` for
+what the reader must not wait for (answering a broker's requests, which waits for the consumer; opening a new
+connection after GO_AWAY). That is all, however many brokers the routes name. The reader serves every connection,
+so nothing it runs waits on anything that may be stuck: it only sorts what arrives, hands answers to their
+callbacks and the slow work to the work pool, and takes no lock but the short ones. :meth:`RemotingPool.close`
+ends them: after it no request leaves, and every one in flight fails at once.
 
 Credentials and TLS are applied here: every connection, to a name server or a broker, is opened by
-:meth:`RemotingPool._open`, which does the TLS handshake with the pool's one context when TLS is on (:mod:`.tls`; a
-bad TLS file fails the pool's construction), and every request we send leaves through :meth:`RemotingPool._request`,
-which has the wire sign it (:meth:`~.remoting_wire.RemotingWire.outgoing`) and name the refused credentials in a
-NO_PERMISSION answer (:meth:`~.remoting_wire.RemotingWire.answered`).
+:meth:`RemotingPool._open`, which does the TLS handshake with the transport's one context when TLS is on
+(:mod:`.tls`), and every request we send leaves through :meth:`RemotingPool.request`, which has the wire sign it
+(:meth:`~.remoting_wire.RemotingWire.outgoing`) and name the refused credentials in a NO_PERMISSION answer
+(:meth:`~.remoting_wire.RemotingWire.answered`).
 """
 
 from __future__ import annotations
@@ -34,25 +41,17 @@ import logging
 import queue
 import threading
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
-from rocket_rebalance.model import AclCredentials, TlsSettings
 from rocket_rebalance.remoting import RemotingCommand
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import TransportError
-from rocket_rebalance.runtime.transport.connection import Backoff, Completion, Connection, Reactor
-from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
-from rocket_rebalance.runtime.transport.remoting_wire import (
-    Batch,
-    Done,
-    Effect,
-    Exchange,
-    Op,
-    step,
-)
+from rocket_rebalance.runtime.transport.connection import Completion, Connection, Link, Reactor
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls
+from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
+from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Exchange, Op, WireIO, step
+from rocket_rebalance.runtime.transport.tls import TlsClient
 from rocket_rebalance.runtime.workers import DaemonPool
 
 __all__ = ["WORK_THREADS", "RemotingPool"]
@@ -64,63 +63,44 @@ WORK_THREADS = 2  # answers to brokers' requests and re-sends after GO_AWAY in p
 T = TypeVar("T")
 
 
-@dataclass
-class _Link:
-    """What the pool knows of one address: its live connection and, after failures, when to try again."""
+class RemotingPool:
+    """Connections to the name servers of ``wire`` and the brokers their routes name, one per address, opened with
+    ``tls`` when it is given and waited for ``timeout`` seconds each; see the module docstring.
 
-    lock: threading.Lock
-    connection: Connection | None = None
-    backoff: Backoff = field(default_factory=Backoff)
+    The requests a server sends on a connection, and each connection's end, go to ``inbound``, from the reader."""
 
-
-class RemotingPool(RemotingEnds, ABC):
-    """Connections to the name servers ``namesrv_addrs`` and the brokers their routes name, one per address.
-
-    The requests a server sends on a connection go to :meth:`_on_request`, and the end of a connection is told to
-    :meth:`_connection_ended`: what answers them (``remoting_inbound``) implements both."""
-
-    def __init__(
-        self,
-        namesrv_addrs: Sequence[str],
-        timeout: float = 5.0,
-        credentials: AclCredentials | None = None,
-        tls: TlsSettings | None = None,
-    ) -> None:
-        super().__init__(namesrv_addrs, timeout, credentials, tls)
-        self._links: dict[str, _Link] = {}
+    def __init__(self, wire: RemotingCalls, tls: TlsClient | None, timeout: float, inbound: RemotingInbound) -> None:
+        self.wire = wire
+        self._tls = tls
+        self._timeout = timeout
+        self._inbound = inbound
+        self._links: dict[str, Link[threading.Lock, Connection]] = {}
         self._links_lock = threading.Lock()
         self._closed = False
         self._reactor = Reactor()
         self._work = DaemonPool(WORK_THREADS, "rr-remoting-work", self._work_failed)
         self._cluster_info_lock = threading.Lock()
 
-    @abstractmethod
-    def _on_request(self, connection: Connection, command: RemotingCommand) -> None:
-        """A request the server sent on ``connection``; runs on the connection's reader, so it must not block."""
-
-    @abstractmethod
-    def _connection_ended(self, address: str, error: TransportError) -> None:
-        """The connection to ``address`` ended with ``error`` (after the pool has forgotten it)."""
-
     # ------------------------------------------------------------------ connections
 
-    def _link(self, address: str) -> _Link:
+    def _link(self, address: str) -> Link[threading.Lock, Connection]:
         with self._links_lock:
             link = self._links.get(address)
             if link is None:
-                link = self._links[address] = _Link(threading.Lock())
+                link = self._links[address] = Link(threading.Lock())
             return link
 
     def _open(self, address: str) -> Connection:
         """A new connection to ``address``, over TLS when the pool has it."""
-        peer = "the name server" if address in self._wire.namesrvs else "the broker"
+        peer = "the name server" if address in self.wire.namesrvs else "the broker"
         return Connection.open(address, self._timeout, self._reactor, self._on_request, self._on_close, self._tls, peer)
 
     @staticmethod
     def _work_failed(error: Exception) -> None:
         log.error("remoting work failed unexpectedly", exc_info=error)
 
-    def _connection(self, address: str) -> Connection:
+    def connection(self, address: str) -> Connection:
+        """The live connection to ``address``, opened now if there is none (one opening at a time per address)."""
         if self._closed:
             raise TransportError(f"transport to {address} is closed", "UNAVAILABLE")
         link = self._link(address)
@@ -153,64 +133,71 @@ class RemotingPool(RemotingEnds, ABC):
             if link is not None and link.connection is connection:
                 link.connection = None
                 link.backoff.ended(error, time.monotonic())
-        self._connection_ended(connection.address, error)
+        self._inbound.ended(connection.address, None if self._closed else error)
+
+    def _on_request(self, connection: Connection, command: RemotingCommand) -> None:
+        """A request a server sent on ``connection``. Runs on the reader: the inbound role takes a notification at
+        once, and any answer, which waits for the consumer, goes to the work pool."""
+        answer = self._inbound.received(connection, command)
+        if answer is not None and not self._work.submit(answer):
+            log.debug("%s sent request code %d after close; not answered", connection.address, command.code)
 
     # ------------------------------------------------------------------ the blocking driver
 
-    def _run(self, op: Op[T]) -> T:
+    def run(self, op: Op[T]) -> T:
         """Run one of the wire's operations, each exchange waited for (:func:`~.remoting_wire.step`)."""
         reply: object = None
         error: TransportError | None = None
         while True:
-            effect = step(op, reply, error)
-            if isinstance(effect, Done):
-                return effect.value
+            io = step(op, reply, error)
+            if isinstance(io, Done):
+                return io.value
             try:
-                reply, error = self._perform(effect), None
+                reply, error = self._perform(io), None
             except TransportError as failed:
                 reply, error = None, failed
 
-    def _perform(self, effect: Effect) -> object:
-        if isinstance(effect, Exchange):
-            return self._call(effect.address, effect.name, effect.command, effect.timeout)
-        if isinstance(effect, Batch):
-            return self._each(effect.address, effect.name, effect.commands, effect.timeout)
+    def _perform(self, io: WireIO) -> object:
+        if isinstance(io, Exchange):
+            return self.call(io.address, io.name, io.command, io.timeout)
+        if isinstance(io, Batch):
+            return self._each(io.address, io.name, io.commands, io.timeout)
         with self._cluster_info_lock:  # LearnCluster: one look-up at a time, whoever asks
-            self._run(self._wire.learn_cluster(self.CLUSTER_INFO_EVERY))
+            self.run(self.wire.learn_cluster())
         return None
 
     # ------------------------------------------------------------------ requests
 
-    def _call(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        """One request and its response (:meth:`_request`, waited for); raises :class:`TransportError` on failure."""
+    def call(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """One request and its response (:meth:`request`, waited for); raises :class:`TransportError` on failure."""
         answers: queue.SimpleQueue[RemotingCommand | TransportError] = queue.SimpleQueue()
-        self._request(self._connection(address), name, command, timeout or self._timeout, answers.put)
+        self.request(self.connection(address), name, command, timeout or self._timeout, answers.put)
         answer = answers.get()  # the connection's reader enforces the deadline, so this always returns
         if isinstance(answer, TransportError):
             raise answer
         return answer
 
-    def _request(
+    def request(
         self, connection: Connection, name: str, command: RemotingCommand, timeout: float, done: Completion
     ) -> None:
         """One request whose answer (or failure) goes to ``done`` on the connection's reader: no thread waits. The
         wire signs it and reads the answer (:mod:`.remoting_wire`); a GO_AWAY answer retires the connection and the
         request goes once more on a new one, opened on the work pool (opening waits: not on the reader, which
         reads for all)."""
-        command = self._wire.outgoing(command)
+        command = self.wire.outgoing(command)
 
         def read(answer: RemotingCommand | TransportError) -> RemotingCommand | TransportError:
-            return answer if isinstance(answer, TransportError) else self._wire.answered(answer)
+            return answer if isinstance(answer, TransportError) else self.wire.answered(answer)
 
         def again() -> None:
             try:
-                self._connection(connection.address).request(name, command, timeout, lambda answer: done(read(answer)))
+                self.connection(connection.address).request(name, command, timeout, lambda answer: done(read(answer)))
             except TransportError as error:
                 done(error)
 
         def first(answer: RemotingCommand | TransportError) -> None:
             answer = read(answer)
-            if isinstance(answer, TransportError) or not self._wire.going_away(connection.address, name, answer):
+            if isinstance(answer, TransportError) or not self.wire.going_away(connection.address, name, answer):
                 done(answer)
                 return
             connection.close()
@@ -230,7 +217,7 @@ class RemotingPool(RemotingEnds, ABC):
         if not commands:
             return []
         try:
-            connection = self._connection(address)
+            connection = self.connection(address)
         except TransportError as error:
             return [error] * len(commands)
 
@@ -245,27 +232,30 @@ class RemotingPool(RemotingEnds, ABC):
             return done
 
         for index, command in enumerate(commands):
-            self._request(connection, name, command, timeout or self._timeout, done_at(index))
+            self.request(connection, name, command, timeout or self._timeout, done_at(index))
         finished.wait()
         return [result for result in results if result is not None]
 
-    def _ok(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        return self._run(self._wire.ok(address, name, command, timeout))
+    def ok(self, address: str, name: str, command: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """One request whose answer must be SUCCESS (:meth:`~.remoting_wire.RemotingWire.ok`)."""
+        return self.run(self.wire.ok(address, name, command, timeout))
 
-    def _namesrv_call(self, name: str, command: RemotingCommand) -> tuple[str, RemotingCommand]:
-        return self._run(self._wire.namesrv_call(name, command))
+    def namesrv_call(self, name: str, command: RemotingCommand) -> tuple[str, RemotingCommand]:
+        """Ask the name servers in turn until one answers (:meth:`~.remoting_wire.RemotingWire.namesrv_call`)."""
+        return self.run(self.wire.namesrv_call(name, command))
 
     # ------------------------------------------------------------------ where the brokers are
 
     def route(self, topic: str) -> TopicRoute:
-        return self._run(self._wire.route(topic))
+        return self.run(self.wire.route(topic))
 
     def brokers(self) -> dict[str, str]:
         """Every broker's master address, from the name server's cluster info."""
-        return self._run(self._wire.brokers())
+        return self.run(self.wire.brokers())
 
-    def _master(self, broker: str) -> str:
-        return self._run(self._wire.master(broker))
+    def master(self, broker: str) -> str:
+        """The address of ``broker``'s master, from the routes learnt so far, else from the cluster info."""
+        return self.run(self.wire.master(broker))
 
     def close(self, timeout: float | None = None) -> bool:
         """Close every connection (what waits on one fails at once, and nothing is sent after this), then wait

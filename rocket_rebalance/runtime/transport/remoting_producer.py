@@ -2,7 +2,8 @@
 RocketMQ cluster.
 
 It is a small producer (one after another, no retries to other brokers, no batching), but it sends as Java's
-producer does, on the same connections as the consumer's calls (one per address, :mod:`.remoting_pool`).
+producer does, on the same connections as the consumer's calls (one per address, :mod:`.remoting_pool`), over
+which the transport builds this role.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool
 __all__ = ["RemotingProducer"]
 
 
-class RemotingProducer(RemotingPool):
-    """Sends messages and creates topics through the pool's connections."""
+class RemotingProducer:
+    """Sends messages and creates topics through ``pool``'s connections."""
+
+    def __init__(self, pool: RemotingPool) -> None:
+        self._pool = pool
+        self._wire = pool.wire
 
     def send(
         self,
@@ -31,18 +36,20 @@ class RemotingProducer(RemotingPool):
         properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
         """The wire's send (:meth:`~.remoting_calls.RemotingCalls.send`): one message after another."""
-        return self._run(self._wire.send(topic, broker, bodies_, queue_id, tags, keys, properties))
+        return self._pool.run(self._wire.send(topic, broker, bodies_, queue_id, tags, keys, properties))
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         """UPDATE_AND_CREATE_TOPIC at each broker's master, then wait until the name server's route shows it."""
-        masters = self.brokers()
+        masters = self._pool.brokers()
         names = list(brokers) or sorted(masters)
         unknown = [name for name in names if name not in masters]
         if unknown:
-            raise TransportError(f"no broker named {', '.join(unknown)} in the cluster at {self.address}", "NOT_FOUND")
+            raise TransportError(
+                f"no broker named {', '.join(unknown)} in the cluster at {self._wire.address}", "NOT_FOUND"
+            )
         ext = headers.create_topic(topic, queue_nums, queue_nums)
         for name in names:
-            self._ok(
+            self._pool.ok(
                 masters[name],
                 f"UPDATE_AND_CREATE_TOPIC {topic} at {name}",
                 request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext),
@@ -50,7 +57,7 @@ class RemotingProducer(RemotingPool):
         deadline = time.monotonic() + 15
         while True:
             try:
-                datas = {d.broker_name: d.read_queue_nums for d in self.route(topic).queue_datas}
+                datas = {d.broker_name: d.read_queue_nums for d in self._pool.route(topic).queue_datas}
             except TransportError as error:
                 if error.code != "NOT_FOUND":
                     raise

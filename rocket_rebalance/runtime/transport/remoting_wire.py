@@ -47,11 +47,11 @@ __all__ = [
     "CLUSTER_INFO_EVERY",
     "Batch",
     "Done",
-    "Effect",
     "Exchange",
     "LearnCluster",
     "Op",
     "RemotingWire",
+    "WireIO",
     "int_field",
     "parsed_body",
     "step",
@@ -76,7 +76,7 @@ _CODE_NAMES: dict[int, str] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------------------- effects
+# ---------------------------------------------------------------------------------------------------------- I/O
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,11 @@ class LearnCluster:
     under a lock of its runtime's kind, so that one look-up is under way at a time, whoever asks."""
 
 
-Effect = Exchange | Batch | LearnCluster
-Op = Generator[Effect, object, T]
-"""An operation: yields effects, is sent each one's result (or has its failure thrown in), returns a ``T``."""
+WireIO = Exchange | Batch | LearnCluster
+"""The I/O an operation asks its driver for: the one thing the two runtimes' drivers carry out each their own way."""
+
+Op = Generator[WireIO, object, T]
+"""An operation: yields its I/O, is sent each one's result (or has its failure thrown in), returns a ``T``."""
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,10 @@ class Done(Generic[T]):
     value: T
 
 
-def step(op: Op[T], reply: object, error: TransportError | None) -> Effect | Done[T]:
-    """Resume ``op`` with the last effect's ``reply`` (or throw its ``error`` in; the first step sends None): the
-    next effect it asks for, or :class:`Done`. Each driver is a loop around this, performing effects its own way."""
+def step(op: Op[T], reply: object, error: TransportError | None) -> WireIO | Done[T]:
+    """Resume ``op`` with the last I/O's ``reply`` (or throw its ``error`` in; the first step sends None): the
+    next :data:`WireIO` it asks for, or :class:`Done`. Each driver is a loop around this, carrying out the I/O its
+    own way."""
     try:
         return op.send(reply) if error is None else op.throw(error)
     except StopIteration as stop:
@@ -206,6 +209,7 @@ class RemotingWire:
         self._broker_addrs: dict[str, dict[int, str]] = {}
         self._addrs_lock = threading.Lock()
         self.sub_version = int(time.time() * 1000)  # the subscriptions' version in heartbeats, pulls, running info
+        self.cluster_info_every = CLUSTER_INFO_EVERY  # seconds between look-ups for brokers no route named
         self._cluster_info_next = 0.0  # time.monotonic() before which an unknown broker asks no cluster info
         self._cluster_info_error: TransportError | None = None  # how the last such look-up failed, if it did
 
@@ -336,11 +340,12 @@ class RemotingWire:
             raise TransportError(f"broker {broker} has no master in the route from {self.address}", "UNAVAILABLE")
         return addrs[0]
 
-    def learn_cluster(self, every: float) -> Op[None]:
-        """Learn every broker's addresses from the cluster info, unless it was asked less than ``every`` seconds
-        ago (then its failure, if it failed, is this call's): a heartbeat round over a thousand unknown brokers
-        costs one look-up, not a thousand. Run by the driver for :class:`LearnCluster`, under its lock, so a caller
-        that comes while one is under way waits for it and uses what it learnt."""
+    def learn_cluster(self) -> Op[None]:
+        """Learn every broker's addresses from the cluster info, unless it was asked less than
+        :attr:`cluster_info_every` seconds ago (then its failure, if it failed, is this call's): a heartbeat round
+        over a thousand unknown brokers costs one look-up, not a thousand. Run by the driver for
+        :class:`LearnCluster`, under its lock, so a caller that comes while one is under way waits for it and uses
+        what it learnt."""
         if time.monotonic() < self._cluster_info_next:
             failed = self._cluster_info_error
             if failed is not None:
@@ -354,7 +359,7 @@ class RemotingWire:
         else:
             self._cluster_info_error = None
         finally:
-            self._cluster_info_next = time.monotonic() + every
+            self._cluster_info_next = time.monotonic() + self.cluster_info_every
 
     def _learn(self, broker_addrs: Mapping[str, Mapping[int, str]]) -> None:
         with self._addrs_lock:
