@@ -378,7 +378,7 @@ def test_the_command_line_loads_no_lab_module(argv: list[str]) -> None:
     assert done.stderr.strip().splitlines()[-1] == "[]"
 
 
-ENGINE_PARTS = ("brokers", "pulling", "dispatch", "polling", "callbacks", "service", "settings", "steps")
+ENGINE_PARTS = ("brokers", "pulling", "dispatch", "polling", "callbacks", "reports", "service", "settings", "steps")
 
 
 def test_no_part_of_the_runtime_imports_the_driver() -> None:

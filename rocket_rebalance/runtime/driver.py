@@ -8,7 +8,8 @@ owning its state, which reach it only through the service interface (:class:`~.s
 * :class:`~.pulling.Pulling`: each started queue's run, its long polls and their checks, the buffer;
 * :class:`~.dispatch.Dispatch` (a push consumer): consume tasks for the listener, send-back, retries;
 * :class:`~.polling.Polling` (a pull consumer): what ``poll()``, ``commit()``, ``seek()`` read and write;
-* :class:`~.callbacks.RebalanceCallbacks` (a rebalance listener, core rule L10).
+* :class:`~.callbacks.RebalanceCallbacks` (a rebalance listener, core rule L10);
+* :class:`~.reports.Reports`: what the core knows waits (locks refused, releases stuck, a shared client ID).
 
 A mode is which part exists: a push consumer has dispatch, a pull consumer polling, a consumer with only a queue
 listener neither (and nothing is pulled); a rebalance listener adds its callbacks.
@@ -62,7 +63,7 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import MessageQueue, first_few
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.brokers import Brokers
 from rocket_rebalance.runtime.callbacks import News, RebalanceCallbacks
 from rocket_rebalance.runtime.dispatch import Dispatch, consume_directly
@@ -74,16 +75,11 @@ from rocket_rebalance.runtime.metrics import ConsumeMetrics, MetricsView, take_v
 from rocket_rebalance.runtime.offset_store import BrokerOffsets, OffsetStore
 from rocket_rebalance.runtime.polling import Polling
 from rocket_rebalance.runtime.pulling import Pulling
+from rocket_rebalance.runtime.reports import Reports
 from rocket_rebalance.runtime.service import Pool, PullDone
 from rocket_rebalance.runtime.settings import (
-    HANDOVER_KIND,
-    LOCK_WAIT_KIND,
     MIB,
-    ClientIdSharedError,
     EngineSettings,
-    HandoverStuckError,
-    HandoverWithoutOffsetError,
-    LockWaitError,
     MessageListener,
     QueueListener,
 )
@@ -158,6 +154,7 @@ class Driver(ABC):
         self._started_ms = int(time.time() * 1000)
         languages = MemberLanguages(config.strategy, config.consumer_group, self.health)
         self.brokers = Brokers(self, offset_store, languages, metrics)
+        self.reports = Reports(self.core, self.config, self.settings, self.health)
         # The modes: which parts exist.
         self.pulling: Pulling | None = None
         self.dispatch: Dispatch | None = None
@@ -236,7 +233,7 @@ class Driver(ABC):
                 if offsets is not None and self.polling is not None:
                     self.polling.settle()
                 if offsets is not None or isinstance(item, Tick | LockResult):
-                    self._report_waits(now)
+                    self.reports.waits(now)
                 if isinstance(item, Tick):
                     # The core announces WakeAt only when its earliest deadline changes; after a tick that left
                     # it unchanged (a round deferred by the minimum interval, say) ask for it, or no tick follows.
@@ -348,14 +345,9 @@ class Driver(ABC):
                 if self.queue_listener is not None:
                     self._queues_changed(topic, mq_all, mq_divided)
             case ClientIdShared(topic=topic, client_id=client_id, consumers=consumers, withheld=withheld):
-                self._client_id_shared(topic, client_id, consumers, withheld)
+                self.reports.client_id_shared(topic, client_id, consumers, withheld)
             case HandoverWithoutOffset(mq=mq, offset=offset, saved=saved, attempts=attempts):
-                since = "where it starts (no offset was saved)" if saved is None else f"offset {saved}, the last saved"
-                error = HandoverWithoutOffsetError(
-                    f"{mq} handed over without its offset {offset} after {attempts} failed writes: the next owner "
-                    f"re-delivers from {since}"
-                )
-                self.health.failed("persist offsets", error, logging.ERROR)
+                self.reports.handover_without_offset(mq, offset, saved, attempts)
             case ShutdownComplete():
                 self._shutdown_complete()
             case _:
@@ -404,22 +396,6 @@ class Driver(ABC):
         if result is not None and hasattr(result, "__await__"):
             self.spawn("callback", f"queue listener for {topic}", _awaited(result))
 
-    def _client_id_shared(self, topic: str, client_id: str, consumers: int, withheld: bool) -> None:
-        kind = f"client ID {client_id} in {topic}"
-        if consumers == 1:
-            self.health.ok(kind)
-            return
-        effect = (
-            "their queues of this topic are not consumed until only one is left"
-            if withheld
-            else "they consume the same queues twice and leave others unconsumed (the fenced handover prevents it)"
-        )
-        error = ClientIdSharedError(
-            f"used by {consumers} consumers of group {self.config.consumer_group}: {effect}; give each consumer "
-            "its own instance name"
-        )
-        self.health.failed(kind, error, level=logging.ERROR)
-
     def resubscribe(self, expressions: Mapping[str, SubscriptionExpression]) -> None:
         """(Service context.) Consume these topics from now on (a pull consumer's ``assign()`` after its start), and
         rebalance at once: the next heartbeats announce them, and the queues allocated change with the next round."""
@@ -432,50 +408,6 @@ class Driver(ABC):
         if self.polling is None:
             raise TypeError("this engine drives a push consumer: it has no polling part")
         return self.polling
-
-    # ------------------------------------------------------------------ waits worth reporting
-
-    def _report_waits(self, now: float) -> None:
-        """Say which queues wait, since with the fence such a queue is consumed by nobody meanwhile; each report
-        clears once nothing of its kind waits."""
-        self._report_lock_waits(now)
-        self._report_stuck_releases(now)
-
-    def _report_lock_waits(self, now: float) -> None:
-        """Queues allocated to us whose lock the broker has refused for ``lock_wait_report`` seconds or more (L7)."""
-        waits = {mq: now - since for mq, since in self.core.lock_waits().items()}
-        long = sorted(mq for mq, waited in waits.items() if waited >= self.settings.lock_wait_report)
-        if not long:
-            self.health.ok(LOCK_WAIT_KIND)
-            return
-        self.health.failed(
-            LOCK_WAIT_KIND,
-            LockWaitError(
-                f"{len(long)} queues allocated to us are consumed by nobody: the broker has refused their locks "
-                f"for up to {max(waits[mq] for mq in long):.0f} s ({first_few(long)}). Another consumer holds "
-                "them that the broker still lists as a member (one that is leaving hands them over within its "
-                "drain timeout; a frozen one keeps them until it goes on or the broker drops it), or one this "
-                "consumer never saw listed, whose locks lapse with the broker's lock lifetime (60 s); the broker "
-                "does not say which consumer it is"
-            ),
-        )
-
-    def _report_stuck_releases(self, now: float) -> None:
-        """Queues we are giving up whose offset cannot be saved (L8)."""
-        stuck = self.core.stuck_releases()
-        if not stuck:
-            self.health.ok(HANDOVER_KIND)
-            return
-        failures = max(count for _, count in stuck.values())
-        self.health.failed(
-            HANDOVER_KIND,
-            HandoverStuckError(
-                f"{len(stuck)} queues we are giving up cannot be handed over: their offsets cannot be saved "
-                f"({failures} failed writes over {now - min(since for since, _ in stuck.values()):.0f} s; "
-                f"{first_few(sorted(stuck))}). They are consumed by nobody meanwhile; after "
-                f"{self.config.handover_persist_attempts} failed writes each is handed over without its offset"
-            ),
-        )
 
     # ------------------------------------------------------------------ reads, from any thread
 

@@ -4,7 +4,7 @@
 :class:`~rocket_rebalance.core.RebalanceConfig`); the errors are what ``on_error``, health and the log receive, so
 an application can tell them apart by type; the constants are the health kinds and sizes more than one part of
 the engine names. Each part of the engine (:mod:`.brokers`, :mod:`.pulling`, :mod:`.dispatch`, :mod:`.polling`,
-:mod:`.callbacks`) keeps its own constants.
+:mod:`.callbacks`, :mod:`.reports`) keeps its own constants.
 """
 
 from __future__ import annotations
