@@ -218,13 +218,13 @@ class RemotingTransport(RemotingEnds):
         self,
         topic: str,
         broker: str,
-        bodies_: Sequence[bytes],
+        bodies: Sequence[bytes],
         queue_id: int | None = None,
         tags: str = "",
         keys: str = "",
         properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
-        return self._producer.send(topic, broker, bodies_, queue_id, tags, keys, properties)
+        return self._producer.send(topic, broker, bodies, queue_id, tags, keys, properties)
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         self._producer.create_topic(topic, queue_nums, brokers)
