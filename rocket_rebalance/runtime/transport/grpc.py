@@ -2,7 +2,8 @@
 
 Every logical broker is served at the stub's own address, so one channel carries every call; broker names travel
 in the requests. What each call sends and makes of its answer is :mod:`.grpc_calls`, shared with the asyncio twin
-(:mod:`.grpc_async`); this module carries the calls on a blocking channel.
+(:mod:`.grpc_async`); this module carries the calls on a blocking channel (:meth:`GrpcTransport._run`, for most
+calls through one runner, :class:`blocking_stub_call`).
 
 The stub asks a consumer about itself (an operator's ``ConsumerRunningInfo``) on the consumer's ``Connect``
 stream; the answer goes back in a ``ReportRunningInfo`` call, from a small pool of its own, because building it
@@ -20,23 +21,18 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TypeVar
+from typing import Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import grpc
 
 from rocket_rebalance._proto.v1 import broker_pb2
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     BrokerRequests,
-    ConnectionRow,
-    ConsumerReport,
     GroupNotified,
-    GroupRegistration,
-    GroupSubscription,
     Message,
     NotificationStream,
     ProgressRow,
@@ -62,7 +58,50 @@ __all__ = ["GrpcTransport"]
 log = logging.getLogger("rocket_rebalance.runtime.grpc")
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 _ANSWER_THREADS = 2  # running-info answers in flight at once; the stub bounds how many it asks for
+
+
+class blocking_stub_call(Generic[P, R]):
+    """A call of :class:`GrpcTransport` that only carries the :class:`~.grpc_calls.StubCall` that ``build`` (of
+    :class:`~.grpc_calls.StubCalls`) makes, on the transport's blocking channel (:meth:`GrpcTransport._run`):
+    ``lock = blocking_stub_call(StubCalls.lock)`` makes ``transport.lock(broker, ...)`` mean
+    ``transport._run(calls.lock(broker, ...))``.
+
+    Why a runner rather than a method per call: each such method was that one line under the call's whole
+    signature, written again in the asyncio transport (:class:`~.grpc_async.awaited_stub_call`) and in both
+    remoting ones, so a new call meant its signature in eight places. The signature now lives in the builder and in
+    the interface, and the type of what :meth:`__get__` returns, ``Callable[P, R]`` with ``P`` and ``R`` read off
+    ``build``, is what mypy holds to :class:`~rocket_rebalance.runtime.transport.AdminTransport` where a transport
+    is given as one (:func:`~.wire.open_transport`), and what it checks every call against. Calls with logic of
+    their own (the pull with its callback, connect, close, those answered without a call) stay methods.
+
+    Cheap on the hot path (the offsets, locks, heartbeats; never the pull): :meth:`__get__` binds the builder to
+    this transport's calls and channel once per attribute access (a few attribute reads and one closure), and the
+    call is then one Python frame around :meth:`GrpcTransport._run`, as the method it replaces was, with no look-up
+    or reflection."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build: Callable[Concatenate[StubCalls, P], StubCall[R]]) -> None:
+        self.build = build
+
+    @overload
+    def __get__(self, transport: None, owner: type[object]) -> Self: ...
+
+    @overload
+    def __get__(self, transport: GrpcTransport, owner: type[object]) -> Callable[P, R]: ...
+
+    def __get__(self, transport: GrpcTransport | None, owner: type[object]) -> Self | Callable[P, R]:
+        if transport is None:
+            return self
+        build, calls, run = self.build, transport._calls, transport._run
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return run(build(calls, *args, **kwargs))
+
+        return call
 
 
 _loop_lock = threading.Lock()
@@ -168,44 +207,35 @@ class GrpcTransport:
             return call.answer(reply)
         return call.recover(failure)
 
-    def route(self, topic: str) -> TopicRoute:
-        return self._run(self._calls.route(topic))
+    # the calls that only carry a StubCall (blocking_stub_call); those with logic of their own follow
 
-    def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
-        self._run(self._calls.heartbeat(broker, client_id, group))
+    route = blocking_stub_call(StubCalls.route)
+    heartbeat = blocking_stub_call(StubCalls.heartbeat)
+    unregister = blocking_stub_call(StubCalls.unregister)
+    subscription_table = blocking_stub_call(StubCalls.subscription_table)
+    consumer_list = blocking_stub_call(StubCalls.consumer_list)
+    query_offsets = blocking_stub_call(StubCalls.query_offsets)
+    update_offsets = blocking_stub_call(StubCalls.update_offsets)
+    lock = blocking_stub_call(StubCalls.lock)
+    unlock = blocking_stub_call(StubCalls.unlock)
+    max_offset = blocking_stub_call(StubCalls.max_offset)
+    min_offset = blocking_stub_call(StubCalls.min_offset)
+    search_offset = blocking_stub_call(StubCalls.search_offset)
+    send = blocking_stub_call(StubCalls.send)
 
-    def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
-        self._run(self._calls.unregister(broker, client_id, consumer_group))
+    # the operator's (AdminTransport)
+
+    brokers = blocking_stub_call(StubCalls.brokers)
+    consumer_connections = blocking_stub_call(StubCalls.consumer_connections)
+    topics = blocking_stub_call(StubCalls.topics)
+    consumer_groups = blocking_stub_call(StubCalls.consumer_groups)
+    consumer_report = blocking_stub_call(StubCalls.consumer_report)
 
     def check_subscription(
         self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
     ) -> None:
         """Tag expressions pass (the stub filters by them); SQL92 is refused in one line."""
         self._calls.check_subscription(topic, expression)
-
-    def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
-        return self._run(self._calls.subscription_table(broker, consumer_group))
-
-    def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
-        return self._run(self._calls.consumer_list(broker, consumer_group))
-
-    def query_offsets(
-        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
-    ) -> dict[MessageQueue, int | None]:
-        return self._run(self._calls.query_offsets(broker, consumer_group, queues))
-
-    def update_offsets(
-        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
-    ) -> dict[MessageQueue, int]:
-        return self._run(self._calls.update_offsets(broker, consumer_group, client_id, offsets))
-
-    def lock(
-        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
-    ) -> set[MessageQueue]:
-        return self._run(self._calls.lock(broker, consumer_group, client_id, queues))
-
-    def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
-        self._run(self._calls.unlock(broker, consumer_group, client_id, queues))
 
     def pull(
         self,
@@ -237,27 +267,6 @@ class GrpcTransport:
             return
         future.add_done_callback(finished)
 
-    def max_offset(self, mq: MessageQueue) -> int:
-        return self._run(self._calls.max_offset(mq))
-
-    def min_offset(self, mq: MessageQueue) -> int:
-        return self._run(self._calls.min_offset(mq))
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return self._run(self._calls.search_offset(mq, timestamp_ms))
-
-    def send(
-        self,
-        topic: str,
-        broker: str,
-        bodies: Sequence[bytes],
-        queue_id: int | None = None,
-        tags: str = "",
-        keys: str = "",
-        properties: Mapping[str, str] | None = None,
-    ) -> tuple[int, list[int]]:
-        return self._run(self._calls.send(topic, broker, bodies, queue_id, tags, keys, properties))
-
     def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
         self._calls.refuse_send_back()
 
@@ -286,27 +295,9 @@ class GrpcTransport:
         for broker in brokers or self.brokers():
             self._run(self._calls.create_topic(broker, topic, queue_nums))
 
-    def brokers(self) -> dict[str, str]:
-        return self._run(self._calls.brokers())
-
     def consumer_progress(self, consumer_group: str, topic: str = "", owners: bool = True) -> list[ProgressRow]:
         """The stub knows owners (last committer, lock holder) itself: ``owners`` costs nothing here."""
         return self._run(self._calls.consumer_progress(consumer_group, topic))
-
-    def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
-        return self._run(self._calls.consumer_connections(consumer_group))
-
-    def topics(self) -> list[str]:
-        return self._run(self._calls.topics())
-
-    def consumer_groups(self) -> list[str]:
-        return self._run(self._calls.consumer_groups())
-
-    def consumer_report(self, consumer_group: str, client_id: str) -> ConsumerReport:
-        """The stub relays the question on the consumer's stream and waits our timeout for the answer: NOT_FOUND
-        when the consumer has no open connection, DEADLINE_EXCEEDED when it does not answer in time, UNAVAILABLE
-        when its connection closes first."""
-        return self._run(self._calls.consumer_report(consumer_group, client_id))
 
     def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
         """Returns at once: the stream is opened on the stream loop, and a broker that cannot be reached is

@@ -2,7 +2,8 @@
 :class:`.grpc.GrpcTransport` on one ``grpc.aio`` channel of the running loop.
 
 What each call sends and makes of its answer is :mod:`.grpc_calls`, shared with the threaded transport; this
-module only awaits the calls. No thread is involved: every call is awaited on the loop, every ``Connect`` stream is
+module only awaits the calls (:meth:`AsyncGrpcTransport._run`, for most calls through one runner,
+:class:`awaited_stub_call`). No thread is involved: every call is awaited on the loop, every ``Connect`` stream is
 a task of the loop reading it (:func:`.grpc_calls.read_connect_stream`, the coroutine the threaded transport runs
 on its own streams loop), and every answer to the stub's running-info requests is a task too, so the stream goes on
 while the answer is sent.
@@ -12,25 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import grpc
 
 from rocket_rebalance._proto.v1 import broker_pb2
-from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     GRPC_SCHEME,
     AsyncBrokerRequests,
-    ConnectionRow,
     GroupNotified,
-    GroupRegistration,
-    GroupSubscription,
     Message,
     NotificationStream,
-    PullResult,
     StreamEnded,
     TransportError,
 )
@@ -52,11 +47,57 @@ __all__ = ["AsyncGrpcTransport"]
 log = logging.getLogger("rocket_rebalance.runtime.grpc")
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 _LATE_EVENTS = 0.05
 """Seconds :meth:`AsyncGrpcTransport.close` waits after closing the channel: gRPC's core completes the calls the
 close cancelled a little later, and hands each completion to the loop the call was made on. A loop closed before
 they arrive (``asyncio.run`` returning right after ``close``) makes gRPC's poller fail on whichever other loop of
 the process reads its events (``Event loop is closed``, logged there), so the close lets them arrive first."""
+
+
+class awaited_stub_call(Generic[P, R]):
+    """A call of :class:`AsyncGrpcTransport` that only awaits the :class:`~.grpc_calls.StubCall` that ``build`` (of
+    :class:`~.grpc_calls.StubCalls`) makes, on the transport's channel (:meth:`AsyncGrpcTransport._run`):
+    ``lock = awaited_stub_call(StubCalls.lock)`` makes ``await transport.lock(broker, ...)`` mean
+    ``await transport._run(calls.lock(broker, ...))``; the twin of the threaded transport's
+    :class:`~.grpc.blocking_stub_call`.
+
+    Why a runner rather than a method per call: each such method was that one line under the call's whole
+    signature, written again in the threaded transport and in both remoting ones, so a new call meant its signature
+    in eight places. The signature now lives in the builder and in the interface, and the type of what
+    :meth:`__get__` returns, a coroutine function ``Callable[P, Coroutine[Any, Any, R]]`` with ``P`` and ``R`` read
+    off ``build``, is what mypy holds to :class:`~rocket_rebalance.runtime.transport.AsyncTransport` where a
+    transport is given as one (:func:`~.wire.open_async_transport`), and what it checks every call against. Calls
+    with logic of their own (connect, close, those answered without a call) stay methods.
+
+    What :meth:`__get__` returns is an ``async def``, as the method it replaces was, so the request is built when
+    the call is awaited, not before. Cheap: it binds the builder to this transport's calls and channel once per
+    attribute access (a few attribute reads and one closure), and the call is then one coroutine around
+    :meth:`AsyncGrpcTransport._run`, as the method's was, with no look-up or reflection."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build: Callable[Concatenate[StubCalls, P], StubCall[R]]) -> None:
+        self.build = build
+
+    @overload
+    def __get__(self, transport: None, owner: type[object]) -> Self: ...
+
+    @overload
+    def __get__(self, transport: AsyncGrpcTransport, owner: type[object]) -> Callable[P, Coroutine[Any, Any, R]]: ...
+
+    def __get__(
+        self, transport: AsyncGrpcTransport | None, owner: type[object]
+    ) -> Self | Callable[P, Coroutine[Any, Any, R]]:
+        if transport is None:
+            return self
+        build, calls, run = self.build, transport._calls, transport._run
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await run(build(calls, *args, **kwargs))
+
+        return call
 
 
 class AsyncGrpcTransport:
@@ -131,73 +172,29 @@ class AsyncGrpcTransport:
             return call.answer(reply)
         return call.recover(failure)
 
-    async def route(self, topic: str) -> TopicRoute:
-        return await self._run(self._calls.route(topic))
+    # the calls that only carry a StubCall (awaited_stub_call); those with logic of their own follow
 
-    async def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
-        await self._run(self._calls.heartbeat(broker, client_id, group))
-
-    async def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
-        await self._run(self._calls.unregister(broker, client_id, consumer_group))
+    route = awaited_stub_call(StubCalls.route)
+    heartbeat = awaited_stub_call(StubCalls.heartbeat)
+    unregister = awaited_stub_call(StubCalls.unregister)
+    subscription_table = awaited_stub_call(StubCalls.subscription_table)
+    consumer_list = awaited_stub_call(StubCalls.consumer_list)
+    query_offsets = awaited_stub_call(StubCalls.query_offsets)
+    update_offsets = awaited_stub_call(StubCalls.update_offsets)
+    lock = awaited_stub_call(StubCalls.lock)
+    unlock = awaited_stub_call(StubCalls.unlock)
+    pull = awaited_stub_call(StubCalls.pull)
+    max_offset = awaited_stub_call(StubCalls.max_offset)
+    search_offset = awaited_stub_call(StubCalls.search_offset)
+    min_offset = awaited_stub_call(StubCalls.min_offset)
+    consumer_connections = awaited_stub_call(StubCalls.consumer_connections)
+    send = awaited_stub_call(StubCalls.send)
 
     async def check_subscription(
         self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
     ) -> None:
         """Tag expressions pass (the stub filters by them); SQL92 is refused in one line."""
         self._calls.check_subscription(topic, expression)
-
-    async def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
-        return await self._run(self._calls.subscription_table(broker, consumer_group))
-
-    async def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
-        return await self._run(self._calls.consumer_list(broker, consumer_group))
-
-    async def query_offsets(
-        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
-    ) -> dict[MessageQueue, int | None]:
-        return await self._run(self._calls.query_offsets(broker, consumer_group, queues))
-
-    async def update_offsets(
-        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
-    ) -> dict[MessageQueue, int]:
-        return await self._run(self._calls.update_offsets(broker, consumer_group, client_id, offsets))
-
-    async def lock(
-        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
-    ) -> set[MessageQueue]:
-        return await self._run(self._calls.lock(broker, consumer_group, client_id, queues))
-
-    async def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
-        await self._run(self._calls.unlock(broker, consumer_group, client_id, queues))
-
-    async def pull(
-        self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int
-    ) -> PullResult:
-        return await self._run(self._calls.pull(mq, consumer_group, offset, max_messages, wait_ms))
-
-    async def max_offset(self, mq: MessageQueue) -> int:
-        return await self._run(self._calls.max_offset(mq))
-
-    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return await self._run(self._calls.search_offset(mq, timestamp_ms))
-
-    async def min_offset(self, mq: MessageQueue) -> int:
-        return await self._run(self._calls.min_offset(mq))
-
-    async def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
-        return await self._run(self._calls.consumer_connections(consumer_group))
-
-    async def send(
-        self,
-        topic: str,
-        broker: str,
-        bodies: Sequence[bytes],
-        queue_id: int | None = None,
-        tags: str = "",
-        keys: str = "",
-        properties: Mapping[str, str] | None = None,
-    ) -> tuple[int, list[int]]:
-        return await self._run(self._calls.send(topic, broker, bodies, queue_id, tags, keys, properties))
 
     async def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
         self._calls.refuse_send_back()

@@ -401,10 +401,10 @@ class StubCalls:
         topic: str,
         broker: str,
         bodies: Sequence[bytes],
-        queue_id: int | None,
-        tags: str,
-        keys: str,
-        properties: Mapping[str, str] | None,
+        queue_id: int | None = None,
+        tags: str = "",
+        keys: str = "",
+        properties: Mapping[str, str] | None = None,
     ) -> StubCall[tuple[int, list[int]]]:
         user = dict(properties or {})
         request = broker_pb2.SendMessageRequest(
@@ -512,8 +512,10 @@ class StubCalls:
         return self._call("admin", "ListConsumerGroups", request, lambda answer: list(answer.consumer_groups))
 
     def consumer_report(self, consumer_group: str, client_id: str) -> StubCall[ConsumerReport]:
-        """The stub relays the question on the consumer's stream and waits our timeout for the answer; our own
-        deadline is longer, so that the stub's DEADLINE_EXCEEDED, naming who did not answer, arrives."""
+        """The stub relays the question on the consumer's stream and waits our timeout for the answer: NOT_FOUND
+        when the consumer has no open connection, DEADLINE_EXCEEDED when it does not answer in time, UNAVAILABLE
+        when its connection closes first. Our own deadline is longer, so that the stub's DEADLINE_EXCEEDED, naming
+        who did not answer, arrives."""
         request = admin_pb2.ConsumerRunningInfoRequest(
             consumer_group=consumer_group, client_id=client_id, timeout_ms=max(1, round(self.timeout * 1000))
         )

@@ -8,17 +8,18 @@ Java and Python members of one group keep one subscription table.
 :class:`RemotingTransport` is one object that has its parts rather than inherits them: one connection pool, and a
 role object for each kind of traffic, each in a module of its own and all on that one pool (built over it, or for
 the requests brokers send us, given to it), because the broker keys a consumer by its connection (heartbeats, pulls
-and the unregister must share it, and the broker's requests to the consumer arrive on it). Its public methods
-(the :class:`~rocket_rebalance.runtime.transport.AdminTransport` protocol and the producer's) delegate to the part
-that owns each:
+and the unregister must share it, and the broker's requests to the consumer arrive on it). Its public calls
+(the :class:`~rocket_rebalance.runtime.transport.AdminTransport` protocol and the producer's) go to the part that
+owns each:
 
 * :mod:`.remoting_pool` (:class:`~.remoting_pool.RemotingPool`): one TCP connection per name server or broker
-  address, the name servers tried in turn, brokers' addresses learnt from routes and cluster info (``route`` and
-  ``brokers`` are its), the blocking driver of the wire's operations, one reader thread for every connection and a
-  small work pool (a fixed number of threads, however many brokers), TLS and ACL signing, and ``close``;
-* this module: the consumer's wire (heartbeat, unregister, consumer list, offsets, locks, pulls, send back), each
-  call the operation of :mod:`.remoting_calls` (shared with the asyncio transport) run by the pool, except the
-  pull, which waits with no thread (a callback on the reader);
+  address, the name servers tried in turn, brokers' addresses learnt from routes and cluster info, the blocking
+  driver of the wire's operations, one reader thread for every connection and a small work pool (a fixed number of
+  threads, however many brokers), TLS and ACL signing, and ``close``;
+* this module: the consumer's wire (routes, cluster info, heartbeat, unregister, consumer list, offsets, locks,
+  pulls, send back), each call the operation of :mod:`.remoting_calls` (shared with the asyncio transport) run by
+  the pool's driver through one runner (:class:`blocking_op`), except the pull, which waits with no thread (a
+  callback on the reader);
 * :mod:`.remoting_inbound` (:class:`~.remoting_inbound.RemotingInbound`): the requests a broker sends us
   (notifications, running info, consume directly); the pool hands it what its reader receives, so it is built
   first and given to the pool (``attach`` and ``connect`` are its);
@@ -34,18 +35,15 @@ shares with the asyncio one): the wire's calls and state, and the TLS context.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
 from rocket_rebalance.remoting import RemotingCommand
-from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     BrokerRequests,
     ConnectionRow,
     ConsumerReport,
     GroupNotified,
-    GroupRegistration,
-    GroupSubscription,
-    Message,
     NotificationStream,
     ProgressRow,
     PullResult,
@@ -53,13 +51,56 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting_admin import RemotingAdminReads
-from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds, pull_result, pull_timeout
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls, RemotingEnds, pull_result, pull_timeout
 from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
 from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool
 from rocket_rebalance.runtime.transport.remoting_producer import RemotingProducer
-from rocket_rebalance.subscription import SubscriptionExpression
+from rocket_rebalance.runtime.transport.remoting_wire import Op
 
 __all__ = ["RemotingTransport"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class blocking_op(Generic[P, R]):
+    """A consumer's call of :class:`RemotingTransport` that is only the wire's operation ``op`` (of
+    :mod:`.remoting_calls`) run by the pool's blocking driver (:meth:`~.remoting_pool.RemotingPool.run`):
+    ``lock = blocking_op(RemotingCalls.lock)`` makes ``transport.lock(broker, ...)`` mean
+    ``pool.run(wire.lock(broker, ...))``.
+
+    Why a runner rather than a method per call: each such method was that one line under the call's whole
+    signature, written again in the asyncio transport (:class:`~.remoting_async.awaited_op`) and in both gRPC ones,
+    so a new call meant its signature in eight places. The signature now lives in the operation and in the
+    interface, and the type of what :meth:`__get__` returns, ``Callable[P, R]`` with ``P`` and ``R`` read off
+    ``op``, is what mypy holds to :class:`~rocket_rebalance.runtime.transport.Transport` where a transport is
+    given as one (:func:`~.wire.open_transport`), and what it checks every call against. Calls with logic of
+    their own (the pull, connect, close) stay methods.
+
+    Cheap on the hot path (the offsets, locks, heartbeats; never the pull): :meth:`__get__` binds the operation to
+    this transport's wire and driver once per attribute access (a few attribute reads and one closure), and the call
+    is then one Python frame around the driver, as the method it replaces was, with no look-up or reflection."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: Callable[Concatenate[RemotingCalls, P], Op[R]]) -> None:
+        self.op = op
+
+    @overload
+    def __get__(self, transport: None, owner: type[object]) -> Self: ...
+
+    @overload
+    def __get__(self, transport: RemotingTransport, owner: type[object]) -> Callable[P, R]: ...
+
+    def __get__(self, transport: RemotingTransport | None, owner: type[object]) -> Self | Callable[P, R]:
+        if transport is None:
+            return self
+        op, wire, run = self.op, transport._wire, transport._pool.run
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return run(op(wire, *args, **kwargs))
+
+        return call
 
 
 class RemotingTransport(RemotingEnds):
@@ -67,8 +108,8 @@ class RemotingTransport(RemotingEnds):
     is each call's (a pull's socket waits its long poll and 15 s more), ``credentials`` sign every request, ``tls``
     encrypts every connection.
 
-    The consumer's calls are written here; the pool and the roles it is made of own the rest (see the module
-    docstring), all on one connection per address."""
+    The consumer's calls are the wire's operations run by the pool (:class:`blocking_op`), and the pull; the pool
+    and the roles it is made of own the rest (see the module docstring), all on one connection per address."""
 
     def __init__(
         self,
@@ -85,40 +126,21 @@ class RemotingTransport(RemotingEnds):
 
     # ------------------------------------------------------------------ the consumer's calls
 
-    def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
-        self._pool.run(self._wire.heartbeat(broker, client_id, group))
-
-    def check_subscription(
-        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
-    ) -> None:
-        self._pool.run(self._wire.check_subscription(broker, consumer_group, client_id, topic, expression))
-
-    def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
-        self._pool.run(self._wire.unregister(broker, client_id, consumer_group))
-
-    def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
-        return self._pool.run(self._wire.consumer_list(broker, consumer_group))
-
-    def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
-        return self._pool.run(self._wire.subscription_table(broker, consumer_group))
-
-    def query_offsets(
-        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
-    ) -> dict[MessageQueue, int | None]:
-        return self._pool.run(self._wire.query_offsets(broker, consumer_group, queues))
-
-    def update_offsets(
-        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
-    ) -> dict[MessageQueue, int]:
-        return self._pool.run(self._wire.update_offsets(broker, consumer_group, client_id, offsets))
-
-    def lock(
-        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
-    ) -> set[MessageQueue]:
-        return self._pool.run(self._wire.lock(broker, consumer_group, client_id, queues))
-
-    def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
-        self._pool.run(self._wire.unlock(broker, consumer_group, client_id, queues))
+    route = blocking_op(RemotingCalls.route)
+    brokers = blocking_op(RemotingCalls.brokers)
+    heartbeat = blocking_op(RemotingCalls.heartbeat)
+    check_subscription = blocking_op(RemotingCalls.check_subscription)
+    unregister = blocking_op(RemotingCalls.unregister)
+    consumer_list = blocking_op(RemotingCalls.consumer_list)
+    subscription_table = blocking_op(RemotingCalls.subscription_table)
+    query_offsets = blocking_op(RemotingCalls.query_offsets)
+    update_offsets = blocking_op(RemotingCalls.update_offsets)
+    lock = blocking_op(RemotingCalls.lock)
+    unlock = blocking_op(RemotingCalls.unlock)
+    max_offset = blocking_op(RemotingCalls.max_offset)
+    min_offset = blocking_op(RemotingCalls.min_offset)
+    search_offset = blocking_op(RemotingCalls.search_offset)
+    send_back = blocking_op(RemotingCalls.send_back)
 
     def pull(
         self,
@@ -150,26 +172,7 @@ class RemotingTransport(RemotingEnds):
         command = self._wire.pull_request(mq, consumer_group, offset, max_messages, wait_ms)
         self._pool.request(connection, f"PULL_MESSAGE {mq}", command, pull_timeout(wait_ms), finished)
 
-    def max_offset(self, mq: MessageQueue) -> int:
-        return self._pool.run(self._wire.max_offset(mq))
-
-    def min_offset(self, mq: MessageQueue) -> int:
-        return self._pool.run(self._wire.min_offset(mq))
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return self._pool.run(self._wire.search_offset(mq, timestamp_ms))
-
-    def send_back(self, consumer_group: str, message_: Message, max_reconsume_times: int) -> None:
-        self._pool.run(self._wire.send_back(consumer_group, message_, max_reconsume_times))
-
-    # ------------------------------------------------------------------ the pool's: where the brokers are, closing
-
-    def route(self, topic: str) -> TopicRoute:
-        return self._pool.route(topic)
-
-    def brokers(self) -> dict[str, str]:
-        """Every broker's master address, from the name server's cluster info."""
-        return self._pool.brokers()
+    # ------------------------------------------------------------------ the pool's: closing
 
     def close(self, timeout: float | None = None) -> bool:
         """Close every connection (what waits on one fails at once, and nothing is sent after this), then wait
@@ -215,13 +218,13 @@ class RemotingTransport(RemotingEnds):
         self,
         topic: str,
         broker: str,
-        bodies_: Sequence[bytes],
+        bodies: Sequence[bytes],
         queue_id: int | None = None,
         tags: str = "",
         keys: str = "",
         properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
-        return self._producer.send(topic, broker, bodies_, queue_id, tags, keys, properties)
+        return self._producer.send(topic, broker, bodies, queue_id, tags, keys, properties)
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         self._producer.create_topic(topic, queue_nums, brokers)

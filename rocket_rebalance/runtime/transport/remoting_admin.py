@@ -38,7 +38,7 @@ class RemotingAdminReads:
         self._wire = pool.wire
 
     def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
-        return self._pool.run(self._wire.consumer_connections(consumer_group, self._wire.address))
+        return self._pool.run(self._wire.consumer_connections(consumer_group))
 
     def topics(self) -> list[str]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""

@@ -5,8 +5,9 @@ transport.AsyncTransport`): the same calls, answers, errors and codes, as corout
 Everything above the socket is shared with the threaded transport, not copied: each call is the operation of
 :mod:`.remoting_calls` (building the request, reading the answer, mapping errors, the name servers in turn, the
 brokers' addresses, the retry topic in heartbeats, the expression types for pulls), run here by an awaiting driver
-(:meth:`AsyncRemotingTransport._run`); signing, the refused credentials' line and the GO_AWAY rule are the wire's
-(:mod:`.remoting_wire`); what a broker asks of us and how it is answered is :mod:`.remoting_answers`.
+(:meth:`AsyncRemotingTransport._run`) through one runner (:class:`awaited_op`); signing, the refused credentials'
+line and the GO_AWAY rule are the wire's (:mod:`.remoting_wire`); what a broker asks of us and how it is answered
+is :mod:`.remoting_answers`.
 
 What is the loop's own: one connection per address (:class:`~.connection_async.AsyncConnection`, asyncio streams,
 TLS with the context :mod:`.tls` builds) opened lazily by the first call that needs it, shared by every call,
@@ -32,21 +33,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
+from rocket_rebalance.model import AclCredentials, TlsSettings
 from rocket_rebalance.remoting import RemotingCommand
-from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.runtime.transport import (
     AsyncBrokerRequests,
-    ConnectionRow,
     GroupNotified,
-    GroupRegistration,
-    GroupSubscription,
-    Message,
     NotificationStream,
-    PullResult,
     StreamEnded,
     TransportError,
 )
@@ -58,15 +53,61 @@ from rocket_rebalance.runtime.transport.remoting_answers import (
     consumed_directly,
     failed_answer,
 )
-from rocket_rebalance.runtime.transport.remoting_calls import RemotingEnds
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls, RemotingEnds
 from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Exchange, Op, WireIO, step
-from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["AsyncRemotingTransport"]
 
 log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class awaited_op(Generic[P, R]):
+    """A call of :class:`AsyncRemotingTransport` that is only the wire's operation ``op`` (of :mod:`.remoting_calls`)
+    awaited by the transport's driver (:meth:`AsyncRemotingTransport._run`): ``lock = awaited_op(RemotingCalls.lock)``
+    makes ``await transport.lock(broker, ...)`` mean ``await transport._run(wire.lock(broker, ...))``; the twin of
+    the threaded transport's :class:`~.remoting.blocking_op`.
+
+    Why a runner rather than a method per call: each such method was that one line under the call's whole
+    signature, written again in the threaded transport and in both gRPC ones, so a new call meant its signature in
+    eight places. The signature now lives in the operation and in the interface, and the type of what
+    :meth:`__get__` returns, a coroutine function ``Callable[P, Coroutine[Any, Any, R]]`` with ``P`` and ``R`` read
+    off ``op``, is what mypy holds to :class:`~rocket_rebalance.runtime.transport.AsyncTransport` where a transport
+    is given as one (:func:`~.wire.open_async_transport`), and what it checks every call against. Calls with logic
+    of their own (connect, close) stay methods.
+
+    What :meth:`__get__` returns is an ``async def``, as the method it replaces was, so nothing happens before the
+    call is awaited. Cheap: it binds the operation to this transport's wire and driver once per attribute access
+    (a few attribute reads and one closure), and the call is then one coroutine around the driver, as the method's
+    was, with no look-up or reflection."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: Callable[Concatenate[RemotingCalls, P], Op[R]]) -> None:
+        self.op = op
+
+    @overload
+    def __get__(self, transport: None, owner: type[object]) -> Self: ...
+
+    @overload
+    def __get__(
+        self, transport: AsyncRemotingTransport, owner: type[object]
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
+
+    def __get__(
+        self, transport: AsyncRemotingTransport | None, owner: type[object]
+    ) -> Self | Callable[P, Coroutine[Any, Any, R]]:
+        if transport is None:
+            return self
+        op, wire, run = self.op, transport._wire, transport._run
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await run(op(wire, *args, **kwargs))
+
+        return call
 
 
 class AsyncRemotingTransport(RemotingEnds):
@@ -216,76 +257,23 @@ class AsyncRemotingTransport(RemotingEnds):
 
     # ------------------------------------------------------------------ the consumer's calls
 
-    async def route(self, topic: str) -> TopicRoute:
-        return await self._run(self._wire.route(topic))
-
-    async def heartbeat(self, broker: str, client_id: str, group: GroupRegistration) -> None:
-        await self._run(self._wire.heartbeat(broker, client_id, group))
-
-    async def unregister(self, broker: str, client_id: str, consumer_group: str) -> None:
-        await self._run(self._wire.unregister(broker, client_id, consumer_group))
-
-    async def consumer_list(self, broker: str, consumer_group: str) -> list[str]:
-        return await self._run(self._wire.consumer_list(broker, consumer_group))
-
-    async def subscription_table(self, broker: str, consumer_group: str) -> dict[str, GroupSubscription]:
-        return await self._run(self._wire.subscription_table(broker, consumer_group))
-
-    async def check_subscription(
-        self, broker: str, consumer_group: str, client_id: str, topic: str, expression: SubscriptionExpression
-    ) -> None:
-        await self._run(self._wire.check_subscription(broker, consumer_group, client_id, topic, expression))
-
-    async def query_offsets(
-        self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
-    ) -> dict[MessageQueue, int | None]:
-        return await self._run(self._wire.query_offsets(broker, consumer_group, queues))
-
-    async def update_offsets(
-        self, broker: str, consumer_group: str, client_id: str, offsets: Mapping[MessageQueue, int]
-    ) -> dict[MessageQueue, int]:
-        return await self._run(self._wire.update_offsets(broker, consumer_group, client_id, offsets))
-
-    async def lock(
-        self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]
-    ) -> set[MessageQueue]:
-        return await self._run(self._wire.lock(broker, consumer_group, client_id, queues))
-
-    async def unlock(self, broker: str, consumer_group: str, client_id: str, queues: Sequence[MessageQueue]) -> None:
-        await self._run(self._wire.unlock(broker, consumer_group, client_id, queues))
-
-    async def pull(
-        self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int
-    ) -> PullResult:
-        """A long-poll pull: the broker holds it up to ``wait_ms``, the socket waits 15 s longer than that."""
-        return await self._run(self._wire.pull(mq, consumer_group, offset, max_messages, wait_ms))
-
-    async def max_offset(self, mq: MessageQueue) -> int:
-        return await self._run(self._wire.max_offset(mq))
-
-    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return await self._run(self._wire.search_offset(mq, timestamp_ms))
-
-    async def min_offset(self, mq: MessageQueue) -> int:
-        return await self._run(self._wire.min_offset(mq))
-
-    async def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
-        return await self._run(self._wire.consumer_connections(consumer_group, self.address))
-
-    async def send(
-        self,
-        topic: str,
-        broker: str,
-        bodies: Sequence[bytes],
-        queue_id: int | None = None,
-        tags: str = "",
-        keys: str = "",
-        properties: Mapping[str, str] | None = None,
-    ) -> tuple[int, list[int]]:
-        return await self._run(self._wire.send(topic, broker, bodies, queue_id, tags, keys, properties))
-
-    async def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
-        await self._run(self._wire.send_back(consumer_group, message, max_reconsume_times))
+    route = awaited_op(RemotingCalls.route)
+    heartbeat = awaited_op(RemotingCalls.heartbeat)
+    unregister = awaited_op(RemotingCalls.unregister)
+    consumer_list = awaited_op(RemotingCalls.consumer_list)
+    subscription_table = awaited_op(RemotingCalls.subscription_table)
+    check_subscription = awaited_op(RemotingCalls.check_subscription)
+    query_offsets = awaited_op(RemotingCalls.query_offsets)
+    update_offsets = awaited_op(RemotingCalls.update_offsets)
+    lock = awaited_op(RemotingCalls.lock)
+    unlock = awaited_op(RemotingCalls.unlock)
+    pull = awaited_op(RemotingCalls.pull)
+    max_offset = awaited_op(RemotingCalls.max_offset)
+    search_offset = awaited_op(RemotingCalls.search_offset)
+    min_offset = awaited_op(RemotingCalls.min_offset)
+    consumer_connections = awaited_op(RemotingCalls.consumer_connections)
+    send = awaited_op(RemotingCalls.send)
+    send_back = awaited_op(RemotingCalls.send_back)
 
     # ------------------------------------------------------------------ what brokers ask of us
 

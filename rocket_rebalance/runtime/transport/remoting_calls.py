@@ -289,9 +289,9 @@ class RemotingCalls(RemotingWire):
         ext = headers.search_offset_by_timestamp(mq, timestamp_ms)
         return (yield from self._queue_offset(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext))
 
-    def consumer_connections(self, consumer_group: str, cluster: str) -> Op[list[ConnectionRow]]:
+    def consumer_connections(self, consumer_group: str) -> Op[list[ConnectionRow]]:
         """The group's connections at every master (``mqadmin consumerConnection``; a consumer reads it to learn
-        its members' languages); ``NOT_FOUND`` when no broker has the group online (``cluster`` names where)."""
+        its members' languages); ``NOT_FOUND`` when no broker has the group online."""
         rows: list[ConnectionRow] = []
         masters = yield from self.brokers()
         for broker, address in masters.items():
@@ -319,7 +319,7 @@ class RemotingCalls(RemotingWire):
                 for row in sorted(connection.connections, key=lambda r: r.client_id)
             )
         if not rows:
-            raise TransportError(f"consumer group {consumer_group} is not online at {cluster}", "NOT_FOUND")
+            raise TransportError(f"consumer group {consumer_group} is not online at {self.address}", "NOT_FOUND")
         return rows
 
     def _queue_offset(self, mq: MessageQueue, code: RequestCode, ext: Mapping[str, str]) -> Op[int]:
@@ -328,26 +328,26 @@ class RemotingCalls(RemotingWire):
         answer = yield from self.ok(address, f"{code.name} {mq}", request(code, ext))
         return int_field(answer, "offset", code.name, address)
 
-    def send_back(self, consumer_group: str, message_: Message, max_reconsume_times: int) -> Op[None]:
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> Op[None]:
         """CONSUMER_SEND_MSG_BACK: the broker stores the message again in ``%RETRY%<group>`` (delay level 0: the
         broker picks 3 + reconsume times) or, past ``max_reconsume_times``, in the dead-letter queue."""
-        address = yield from self.master(message_.mq.broker_name)
+        address = yield from self.master(message.mq.broker_name)
         ext = headers.consumer_send_msg_back(
             consumer_group,
-            commit_log_offset=message_.commit_log_offset,
+            commit_log_offset=message.commit_log_offset,
             delay_level=0,
-            origin_msg_id=message_.msg_id,
-            origin_topic=message_.topic,
+            origin_msg_id=message.msg_id,
+            origin_topic=message.topic,
             max_reconsume_times=max_reconsume_times,
         )
         command = request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
-        yield from self.ok(address, f"CONSUMER_SEND_MSG_BACK {message_.mq}", command)
+        yield from self.ok(address, f"CONSUMER_SEND_MSG_BACK {message.mq}", command)
 
     def send(
         self,
         topic: str,
         broker: str,
-        bodies_: Sequence[bytes],
+        bodies: Sequence[bytes],
         queue_id: int | None = None,
         tags: str = "",
         keys: str = "",
@@ -366,7 +366,7 @@ class RemotingCalls(RemotingWire):
         address = yield from self.master(broker)
         mq = MessageQueue(topic, broker, queue_id)
         offsets: list[int] = []
-        for body in bodies_:
+        for body in bodies:
             encoded = message.encode_properties({**given, "UNIQ_KEY": uuid.uuid4().hex.upper(), "WAIT": "true"})
             ext = headers.send_message_v2(PRODUCER_GROUP, mq, encoded, born_timestamp_ms=int(time.time() * 1000))
             command = request(RequestCode.SEND_MESSAGE_V2, ext, body)

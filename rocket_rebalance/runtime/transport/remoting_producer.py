@@ -29,14 +29,14 @@ class RemotingProducer:
         self,
         topic: str,
         broker: str,
-        bodies_: Sequence[bytes],
+        bodies: Sequence[bytes],
         queue_id: int | None = None,
         tags: str = "",
         keys: str = "",
         properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]:
         """The wire's send (:meth:`~.remoting_calls.RemotingCalls.send`): one message after another."""
-        return self._pool.run(self._wire.send(topic, broker, bodies_, queue_id, tags, keys, properties))
+        return self._pool.run(self._wire.send(topic, broker, bodies, queue_id, tags, keys, properties))
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         """UPDATE_AND_CREATE_TOPIC at each broker's master, then wait until the name server's route shows it."""
