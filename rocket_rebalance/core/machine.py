@@ -127,15 +127,23 @@ History
       since the start: rounds by trigger, failed rounds by the kind of failure, queues assigned, revoked (released
       with their offsets) and lost (dropped without: L2, L9), refused locks, applied rounds' latencies (from the
       request, or the time a round was due, to the applied table), and the latest round that changed something.
+
+Queue life
+  A queue of the process-queue table lives by ``QUEUE_TRANSITIONS`` (below the imports), in the manner of h11's
+  transition tables: for each ``QueueState`` (None: no entry, before it is allocated and after it is dropped),
+  the causes that move it, named in these rules' words ("lock granted", "drained", "lock lapsed", ...), the
+  state each leads to, and the rule each comes from. The code changes a state, and adds or removes an entry,
+  only by such a move (``_move``, which raises ``QueueMoveError`` on one the table lacks); the tests in
+  ``tests/core/test_transitions.py`` hold the code to the table, and random runs to making every move in it.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from rocket_rebalance.core.actions import (
     Action,
@@ -201,7 +209,7 @@ from rocket_rebalance.model import (
 )
 from rocket_rebalance.strategies import AllocationError, spans_topics
 
-__all__ = ["QueueState", "RebalanceCore"]
+__all__ = ["QUEUE_TRANSITIONS", "QueueCause", "QueueMoveError", "QueueState", "RebalanceCore"]
 
 _NEVER = math.inf
 _DEAD_CHECK_BACKOFF = 4  # L9: lock retries between two checks of one broker that released nothing
@@ -214,11 +222,115 @@ class QueueState(enum.Enum):
     LOCK_WAIT = "lock_wait"  # lock refused (or unlock still on the way); retried at the entry's deadline
     READING = "reading"  # ReadOffset sent
     QUERYING = "querying"  # QueryMaxOffset / SearchOffset sent
-    LOOKUP_WAIT = "lookup_wait"  # offset look-up failed; the next round tries again
+    LOOKUP_WAIT = "lookup_wait"  # offset look-up failed (the next round tries again), or not begun yet (a new queue)
     ACTIVE = "active"  # StartQueue emitted: pulling and consuming
     DRAINING = "draining"  # StopQueue emitted; waiting for messages handed out to finish
     REVOKING = "revoking"  # L10: RevokeQueues emitted; waiting for the application's on_queues_revoked
     PERSISTING = "persisting"  # offset frozen; waiting for the store to acknowledge it
+
+
+QueueCause = Literal[
+    "allocated",
+    "look-up begun",
+    "lock sent",
+    "lock deferred",
+    "lock granted",
+    "lock refused",
+    "offset read",
+    "no stored offset",
+    "offset queried",
+    "look-up failed",
+    "released",
+    "offset illegal",
+    "drained",
+    "revoke asked",
+    "revoked",
+    "revoke timed out",
+    "offset persisted",
+    "handed over without offset",
+    "lock lapsed",
+    "connection lost",
+]
+"""What moves a queue: an answer or event, or the core's decision, in the rules' words (see ``QUEUE_TRANSITIONS``)."""
+
+_LOST: Mapping[QueueCause, None] = {
+    "lock refused": None,  # L2: refused on renewal: DropQueue(lost=True), without persisting; a later round re-reads
+    "lock lapsed": None,  # L2: the client lock lapsed (L5: also found when the release's offset is to be frozen)
+    "connection lost": None,  # L9 (b): lost at once; nothing is locked at its broker until the rejoin delay passed
+}
+_CANCELLED: Mapping[QueueCause, None] = {
+    "released": None,  # T1: no longer allocated (or R5, L6, M2): the acquisition is dropped, unlocked if locked
+    "connection lost": None,  # L9 (b): a later round acquires it again, behind the broker's rejoin gate
+}
+
+QUEUE_TRANSITIONS: Mapping[QueueState | None, Mapping[QueueCause, QueueState | None]] = {
+    None: {  # no entry
+        "allocated": QueueState.LOOKUP_WAIT,  # T2: a new queue; its look-up begins in the same event (as below)
+    },
+    QueueState.LOOKUP_WAIT: {
+        "look-up begun": QueueState.READING,  # T2: ReadOffset, with no locks or a lock still valid (L1)
+        "lock sent": QueueState.LOCKING,  # L1: locked before its offset is read
+        "lock deferred": QueueState.LOCK_WAIT,  # L4: an unlock of it is on the way; L9: its broker's rejoin gate
+        "look-up failed": QueueState.LOOKUP_WAIT,  # T2: a late failure of the look-up that failed already (M1)
+        **_CANCELLED,
+    },
+    QueueState.LOCKING: {
+        "lock granted": QueueState.READING,  # L1: then ReadOffset
+        "lock refused": QueueState.LOCK_WAIT,  # L1, L7: retried after lock_retry_interval (no answer in time: M1)
+        "look-up failed": QueueState.LOOKUP_WAIT,  # T2: a late failure of a look-up sent before its lock lapsed
+        **_CANCELLED,
+    },
+    QueueState.LOCK_WAIT: {
+        "lock sent": QueueState.LOCKING,  # L1: the retry; L4: QueuesUnlocked; L9: DeadHoldersChecked released
+        "lock deferred": QueueState.LOCK_WAIT,  # L4, L9: the gate is still closed
+        "lock granted": QueueState.READING,  # L1: a grant answering an earlier request
+        "lock refused": QueueState.LOCK_WAIT,  # L1: a refusal answering an earlier request
+        "look-up failed": QueueState.LOOKUP_WAIT,  # T2: a late failure of a look-up sent before its lock lapsed
+        **_CANCELLED,
+    },
+    QueueState.READING: {
+        "offset read": QueueState.ACTIVE,  # T2: StartQueue at the stored offset (FIRST, or LAST of a retry topic: 0)
+        "no stored offset": QueueState.QUERYING,  # T2: LAST asks the max offset, TIMESTAMP searches by time
+        "look-up failed": QueueState.LOOKUP_WAIT,  # T2: skipped until the next round (no answer in time: M1)
+        "lock sent": QueueState.LOCKING,  # L1: the lock lapsed while the offset was read: locked and read again
+        "lock deferred": QueueState.LOCK_WAIT,  # L1 with L4, L9
+        **_CANCELLED,  # T1 also when the offset comes after the queue was taken away, or during shutdown
+    },
+    QueueState.QUERYING: {
+        "offset queried": QueueState.ACTIVE,  # T2: StartQueue at the broker's offset
+        "look-up failed": QueueState.LOOKUP_WAIT,  # T2: never started from a guess (no answer in time: M1)
+        "lock sent": QueueState.LOCKING,  # L1, as from READING
+        "lock deferred": QueueState.LOCK_WAIT,  # L1 with L4, L9
+        **_CANCELLED,
+    },
+    QueueState.ACTIVE: {
+        "released": QueueState.DRAINING,  # T1, L3: StopQueue (no longer allocated, not pulled, R5, L6, M2)
+        "offset illegal": QueueState.DRAINING,  # O2: StopQueue; the release freezes at the broker's next offset
+        **_LOST,
+    },
+    QueueState.DRAINING: {
+        "drained": QueueState.PERSISTING,  # L3, T3: nothing handed out any more, or the bound passed (O2: at once)
+        "revoke asked": QueueState.REVOKING,  # L10: drained as above, and RevokeQueues before the persist
+        **_LOST,
+    },
+    QueueState.REVOKING: {
+        "revoked": QueueState.PERSISTING,  # L10: QueuesRevoked; the offset frozen now, then T3
+        "revoke timed out": QueueState.PERSISTING,  # L10: revoke_timeout passed
+        **_LOST,
+    },
+    QueueState.PERSISTING: {
+        "offset persisted": None,  # T3: acknowledged: DropQueue, then UnlockQueues if locked
+        "handed over without offset": None,  # L8: handover_persist_attempts writes failed: dropped and unlocked
+        "lock lapsed": None,  # L5: no further write without the lock: dropped as lost
+        "connection lost": None,  # L9 (b)
+    },
+}
+"""The queue's life, state -> {cause: next state} (None: no entry); the only moves :meth:`RebalanceCore._move`
+makes (rules' "Queue life")."""
+
+
+class QueueMoveError(AssertionError):
+    """A move the queue's transition table lacks: a bug of the core, whatever the runtime sent."""
 
 
 _ACQUIRING = frozenset(
@@ -236,7 +348,7 @@ class _Entry:
     """One row of the process-queue table, with whatever request or deadline it is waiting on."""
 
     mq: MessageQueue
-    state: QueueState
+    state: QueueState = field(init=False)  # set by RebalanceCore._move only, from QUEUE_TRANSITIONS
     deadline: float = _NEVER
     holds_lock: bool = False
     locked_until: float = -_NEVER
@@ -492,6 +604,21 @@ class RebalanceCore:
                 times.append(entry.last_persist_sent + self.config.request_timeout)
         return min(times, default=_NEVER)
 
+    def _move(self, entry: _Entry, cause: QueueCause) -> None:
+        """Move ``entry`` by ``cause`` as ``QUEUE_TRANSITIONS`` says: the one place a queue's state changes and its
+        entry enters or leaves the process-queue table, so the table is the whole of the queue's life."""
+        current = entry.state if self._entries.get(entry.mq) is entry else None
+        moves = QUEUE_TRANSITIONS.get(current, {})
+        if cause not in moves or (current is None and entry.mq in self._entries):
+            raise QueueMoveError(f"{entry.mq}: no move from {current} by {cause!r}")
+        target = moves[cause]
+        if target is None:
+            del self._entries[entry.mq]
+            return
+        if current is None:
+            self._entries[entry.mq] = entry
+        entry.state = target
+
     def _new_request_id(self) -> int:
         self._next_request_id += 1
         return self._next_request_id
@@ -648,8 +775,8 @@ class RebalanceCore:
     # ------------------------------------------------------------------ acquisition (T2, L1)
 
     def _acquire(self, mq: MessageQueue, now: float) -> None:
-        entry = _Entry(mq, QueueState.LOOKUP_WAIT)
-        self._entries[mq] = entry
+        entry = _Entry(mq)
+        self._move(entry, "allocated")
         self._begin_acquisition_step(entry, now)
 
     def _lock_valid(self, entry: _Entry, now: float) -> bool:
@@ -660,30 +787,30 @@ class RebalanceCore:
         if self.config.uses_locks and not self._lock_valid(entry, now):
             self._send_lock(entry, now)
         else:
-            self._send_read(entry, now)
+            self._send_read(entry, "look-up begun", now)
 
     def _send_lock(self, entry: _Entry, now: float) -> None:
         if entry.mq in self._unlocking:  # L4
-            entry.state = QueueState.LOCK_WAIT
+            self._move(entry, "lock deferred")
             entry.deadline = self._unlocking[entry.mq]
             return
         rejoin = self._rejoin_at.get(entry.mq.broker_name, -_NEVER)
         if now < rejoin:  # L9: not at a broker we lost touch with until it lists us again, and a while after
-            entry.state = QueueState.LOCK_WAIT
+            self._move(entry, "lock deferred")
             entry.deadline = rejoin
             return
-        entry.state = QueueState.LOCKING
+        self._move(entry, "lock sent")
         entry.deadline = now + self.config.request_timeout
         self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
 
-    def _send_read(self, entry: _Entry, now: float) -> None:
-        entry.state = QueueState.READING
+    def _send_read(self, entry: _Entry, cause: QueueCause, now: float) -> None:
+        self._move(entry, cause)
         entry.request_id = self._new_request_id()
         entry.deadline = now + self.config.request_timeout
         self._emit(ReadOffset(entry.mq, entry.request_id, self.config.consume_from_where))
 
     def _lookup_failed(self, entry: _Entry, now: float) -> None:
-        entry.state = QueueState.LOOKUP_WAIT
+        self._move(entry, "look-up failed")
         entry.deadline = _NEVER
         self._mark_unbalanced(now, Failure.OFFSET, f"offset of {entry.mq} not read")
 
@@ -699,22 +826,22 @@ class RebalanceCore:
             return
         if event.offset is not None and event.offset >= 0:
             entry.acked = event.offset
-            self._activate(entry, event.offset, now)
+            self._activate(entry, "offset read", event.offset, now)
             return
         where = self.config.consume_from_where
         is_retry = event.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            self._activate(entry, 0, now)
+            self._activate(entry, "offset read", 0, now)
         elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
             if is_retry:
-                self._activate(entry, 0, now)
+                self._activate(entry, "offset read", 0, now)
             else:
                 self._send_query(entry, now, None)
         else:
             self._send_query(entry, now, None if is_retry else self.config.consume_timestamp_ms)
 
     def _send_query(self, entry: _Entry, now: float, timestamp_ms: int | None) -> None:
-        entry.state = QueueState.QUERYING
+        self._move(entry, "no stored offset")
         entry.request_id = self._new_request_id()
         entry.deadline = now + self.config.request_timeout
         if timestamp_ms is None:
@@ -729,7 +856,7 @@ class RebalanceCore:
         if event.offset < 0:
             self._lookup_failed(entry, now)
         else:
-            self._activate(entry, event.offset, now)
+            self._activate(entry, "offset queried", event.offset, now)
 
     def _on_lookup_failed(self, event: OffsetLookupFailed, now: float) -> None:
         entry = self._entries.get(event.mq)
@@ -737,7 +864,7 @@ class RebalanceCore:
             return
         self._lookup_failed(entry, now)
 
-    def _activate(self, entry: _Entry, offset: int, now: float) -> None:
+    def _activate(self, entry: _Entry, cause: QueueCause, offset: int, now: float) -> None:
         """Start the queue, but with locks only while the lock is still valid (L1); else lock and read again."""
         if self.config.uses_locks and not self._lock_valid(entry, now):
             entry.holds_lock = False
@@ -746,7 +873,7 @@ class RebalanceCore:
         if self._shutting_down or entry.mq not in self._allocated.get(entry.mq.topic, frozenset()):
             self._release(entry, now)
             return
-        entry.state = QueueState.ACTIVE
+        self._move(entry, cause)
         entry.deadline = _NEVER
         entry.pq = ProcessQueue(entry.mq, offset, now)
         self._emit(StartQueue(entry.mq, offset))
@@ -772,7 +899,7 @@ class RebalanceCore:
                 entry.refused_since = None
                 entry.locked_until = now + self.config.client_lock_lifetime
                 if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
-                    self._send_read(entry, now)
+                    self._send_read(entry, "lock granted", now)
             else:
                 self._lock_refused(entry, now)
                 refused = refused or entry.state is QueueState.LOCK_WAIT
@@ -783,22 +910,22 @@ class RebalanceCore:
         self.history.lock_refused(entry.mq)
         entry.holds_lock = False
         if entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
-            entry.state = QueueState.LOCK_WAIT
+            self._move(entry, "lock refused")
             entry.deadline = now + self.config.lock_retry_interval
             if entry.refused_since is None:
                 entry.refused_since = now
             self._mark_unbalanced(now, Failure.LOCK_REFUSED, f"lock refused at {entry.mq.broker_name}")
         elif entry.state in _STARTED:
-            self._lose(entry, now)
+            self._lose(entry, "lock refused", now)
         # READING / QUERYING / LOOKUP_WAIT: _activate re-locks; PERSISTING: the write was sent while valid (L5).
 
-    def _lose(self, entry: _Entry, now: float) -> None:
+    def _lose(self, entry: _Entry, cause: QueueCause, now: float) -> None:
         """L2: the lock is gone; drop the queue without persisting and let a later round take it again."""
         if entry.state is QueueState.ACTIVE:
             self._emit(StopQueue(entry.mq))
         self._emit(DropQueue(entry.mq, lost=True))
         self.history.queue_lost(entry.mq, now)
-        del self._entries[entry.mq]
+        self._move(entry, cause)
         self._mark_unbalanced(now, Failure.LOCK_LOST, f"lock of {entry.mq} lost")
 
     def _send_unlock(self, mq: MessageQueue, now: float) -> None:
@@ -889,9 +1016,9 @@ class RebalanceCore:
         self._rejoin_at[broker] = _NEVER
         for entry in [e for e in self._entries.values() if e.mq.broker_name == broker]:
             if entry.state in _RELEASING or entry.state is QueueState.ACTIVE:
-                self._lose(entry, now)
+                self._lose(entry, "connection lost", now)
             else:
-                del self._entries[entry.mq]  # an acquisition: the next round starts it again, behind the gate
+                self._move(entry, "connection lost")  # an acquisition: the next round starts it again, behind the gate
         self._mark_unbalanced(now, Failure.CONNECTION, f"connection to {broker} lost")
 
     def _on_registered(self, event: BrokerRegistered, now: float) -> None:
@@ -910,12 +1037,12 @@ class RebalanceCore:
         if entry.state in _RELEASING:
             return
         if entry.state in _ACQUIRING:
-            del self._entries[entry.mq]
+            self._move(entry, "released")
             if entry.holds_lock:
                 self._send_unlock(entry.mq, now)
             return
         self._emit(StopQueue(entry.mq))
-        entry.state = QueueState.DRAINING
+        self._move(entry, "released")
         if self.config.drains_on_release and entry.pq is not None and entry.pq.dispatched_count:
             # Orderly waits for the message being consumed however long it takes (as Java's consume lock does):
             # two consumers must never process one queue at once. The concurrent fence waits a bounded time.
@@ -928,9 +1055,9 @@ class RebalanceCore:
         """Nothing of the queue is handed out any more (or the drain's bound passed): revoke it first when the
         application is told (L10), else persist at once. ``offset``: the offset to freeze at (O2)."""
         if not self.config.confirm_revoke:
-            self._persist_for_release(entry, now, offset)
+            self._persist_for_release(entry, "drained", now, offset)
             return
-        entry.state = QueueState.REVOKING
+        self._move(entry, "revoke asked")
         entry.release_offset = offset
         entry.deadline = now + self.config.revoke_timeout
         self._out_revoke.add(entry.mq)
@@ -939,18 +1066,20 @@ class RebalanceCore:
         for mq in sort_queues(event.queues):
             entry = self._entries.get(mq)
             if entry is not None and entry.state is QueueState.REVOKING:
-                self._persist_for_release(entry, now, entry.release_offset)
+                self._persist_for_release(entry, "revoked", now, entry.release_offset)
 
-    def _persist_for_release(self, entry: _Entry, now: float, offset: int | None = None) -> None:
+    def _persist_for_release(self, entry: _Entry, cause: QueueCause, now: float, offset: int | None) -> None:
+        """Freeze the release's offset (at ``offset``, O2, else the commit offset) and write it (T3), moving by
+        ``cause`` (drained, revoked or revoke timed out), unless the lock lapsed meanwhile (L5)."""
         assert entry.pq is not None
         if self.config.uses_locks and not self._lock_valid(entry, now):
-            self._lose(entry, now)  # L5: never write an offset without the lock
+            self._lose(entry, "lock lapsed", now)  # L5: never write an offset without the lock
             return
         entry.frozen_offset = entry.pq.freeze(offset)
-        entry.state = QueueState.PERSISTING
+        self._move(entry, cause)
         entry.deadline = _NEVER
         if entry.acked == entry.frozen_offset and not entry.persist_in_flight:
-            self._finish_release(entry, now)
+            self._finish_release(entry, "offset persisted", now)
         else:
             self._send_persist(entry, entry.frozen_offset, now)
 
@@ -971,7 +1100,7 @@ class RebalanceCore:
         answered, entry.in_flight_offset = entry.in_flight_offset, None
         if entry.state is QueueState.PERSISTING:
             if entry.acked == entry.frozen_offset:
-                self._finish_release(entry, now)
+                self._finish_release(entry, "offset persisted", now)
             elif ok and entry.frozen_offset is not None and answered != entry.frozen_offset:
                 self._send_persist(entry, entry.frozen_offset, now)  # that was an older write; now ours
             elif not ok and self._release_failed(entry, now):
@@ -991,11 +1120,11 @@ class RebalanceCore:
         if entry.release_failures < attempts or entry.frozen_offset is None:
             return False
         self._emit(HandoverWithoutOffset(entry.mq, entry.frozen_offset, entry.acked, attempts))
-        self._finish_release(entry, now)
+        self._finish_release(entry, "handed over without offset", now)
         return True
 
-    def _finish_release(self, entry: _Entry, now: float) -> None:
-        del self._entries[entry.mq]
+    def _finish_release(self, entry: _Entry, cause: QueueCause, now: float) -> None:
+        self._move(entry, cause)
         self._emit(DropQueue(entry.mq))
         self.history.queue_dropped(entry.mq, now)
         if entry.holds_lock:
@@ -1049,7 +1178,7 @@ class RebalanceCore:
             return
         if entry.state is QueueState.ACTIVE:
             self._emit(StopQueue(entry.mq))
-            entry.state = QueueState.DRAINING
+            self._move(entry, "offset illegal")
         self._drained(entry, now, max(0, event.next_offset))  # the round follows the release (T3)
 
     def _on_seeked(self, event: QueueSeeked, now: float) -> None:
@@ -1173,7 +1302,7 @@ class RebalanceCore:
         if entry.holds_lock and now >= entry.locked_until:
             entry.holds_lock = False  # L2: the client lock lapsed
             if entry.state in _STARTED:
-                self._lose(entry, now)
+                self._lose(entry, "lock lapsed", now)
                 return
         if now < entry.deadline:
             return
@@ -1188,11 +1317,11 @@ class RebalanceCore:
         elif state is QueueState.DRAINING:
             self._drained(entry, now)  # L3: the bounded wait is over
         elif state is QueueState.REVOKING:
-            self._persist_for_release(entry, now, entry.release_offset)  # L10: the listener's time is up
+            self._persist_for_release(entry, "revoke timed out", now, entry.release_offset)  # L10: time is up
         elif state is QueueState.PERSISTING and entry.frozen_offset is not None:
             if entry.persist_in_flight:
                 return
             if self.config.uses_locks and not self._lock_valid(entry, now):
-                self._lose(entry, now)
+                self._lose(entry, "lock lapsed", now)  # L5
             else:
                 self._send_persist(entry, entry.frozen_offset, now)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rocket_rebalance.core import (
     Action,
@@ -59,7 +60,32 @@ from rocket_rebalance.core import (
     UnlockQueues,
     WakeAt,
 )
+from rocket_rebalance.core.machine import QUEUE_TRANSITIONS, QueueCause, QueueState
 from rocket_rebalance.model import MessageQueue
+
+Move = tuple[QueueState | None, QueueCause, QueueState | None]  # state before, cause, state after (None: no entry)
+
+
+def watch_moves(core: RebalanceCore, made: set[Move], wrong: list[str]) -> None:
+    """Record every move ``core`` makes along its queue transition table in ``made``, and in ``wrong`` each one the
+    table does not have or that ends elsewhere than the table says (seen through ``state_of``, not the core's
+    own check)."""
+    move = core._move
+
+    def watched(entry: Any, cause: QueueCause) -> None:  # the core's private _Entry
+        mq = entry.mq
+        before = core.state_of(mq)
+        moves = QUEUE_TRANSITIONS.get(before, {})
+        if cause not in moves:
+            wrong.append(f"{core.config.client_id} {mq}: no move from {before} by {cause!r} in the table")
+        move(entry, cause)
+        after = core.state_of(mq)
+        if cause in moves and after is not moves[cause]:
+            wrong.append(f"{core.config.client_id} {mq}: {before} by {cause!r} went to {after}, not {moves[cause]}")
+        made.add((before, cause, after))
+
+    core._move = watched  # type: ignore[method-assign]
+
 
 REMOTE = (
     FetchRoutes,
@@ -260,6 +286,8 @@ class Sim:
         self.commit_seen: dict[int, tuple[object, int]] = {}  # keeps each queue alive so ids are never reused
         self.violations: list[str] = []
         self.moves = 0  # StartQueue / StopQueue / DropQueue actions seen
+        self.queue_moves: set[Move] = set()  # every move of the queue transition table the cores made
+        self.wrong_moves: list[str] = []  # moves the table does not have (the core raises on them, too)
 
     # observation --------------------------------------------------------------------------
 
@@ -290,6 +318,7 @@ class Sim:
         """Start a consumer; ``registered``: it is in the registry before its first round, as the real runtime
         heartbeats a broker before it asks it for the member list."""
         consumer = SimConsumer(config.client_id, RebalanceCore(config, topics), self)
+        watch_moves(consumer.core, self.queue_moves, self.wrong_moves)
         self.consumers.append(consumer)
         if registered:
             self._register(consumer)

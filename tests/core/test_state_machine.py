@@ -2,8 +2,9 @@
 
 Moves: consumers join, leave gracefully and crash; requests are delivered in any order, fail, or expire when
 time jumps; notifications are delayed or lost; messages are produced, pulled, handed out and consumed; the
-broker deletes old messages (OFFSET_ILLEGAL). Checked after every move: committed offsets never go backwards
-(in each process queue, and on the broker when locks fence the queues); with locks, no two consumers may hand out
+broker deletes old messages (OFFSET_ILLEGAL). Checked after every move: every queue's change of state is a row of
+the core's transition table (``QUEUE_TRANSITIONS``); committed offsets never go backwards (in each process queue,
+and on the broker when locks fence the queues); with locks, no two consumers may hand out
 the same queue's messages at once. In the graceful world (no crash, no failure, no lost request) no message is
 handed out twice. After the run, everything is delivered and time passes until quiet: then every queue is owned
 by exactly one live consumer, the one the strategy names, and every message still on the broker was consumed.
@@ -209,6 +210,12 @@ class RebalanceWorld(RuleBasedStateMachine):
         assert not self.sim.violations, self.sim.violations
 
     @invariant()
+    def every_move_is_a_move_of_the_queue_transition_table(self) -> None:
+        """Each state change of every core, seen from outside, is a row of ``QUEUE_TRANSITIONS`` and ends where the
+        row says (the core's ``_move`` checks this too; the harness checks it without trusting it)."""
+        assert not self.sim.wrong_moves, self.sim.wrong_moves
+
+    @invariant()
     def broker_offsets_never_go_backwards(self) -> None:
         if not self.uses_locks:
             return  # without the fence an old owner's periodic write may land after the new owner's (as in Java)
@@ -262,6 +269,7 @@ class RebalanceWorld(RuleBasedStateMachine):
         assert self._converged(), self._ownership()
         assert sim.moves == moves_before, "queues started or stopped while the group was quiet"
         self.commit_offsets_never_go_backwards()
+        self.every_move_is_a_move_of_the_queue_transition_table()
         self.broker_offsets_never_go_backwards()
         self.graceful_moves_redeliver_nothing()
         assert self._all_consumed(), self._describe()
