@@ -21,7 +21,9 @@ batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover),
 Prometheus would: what metrics cost, against ``py`` in the same run), ``py-async`` (``AsyncPushConsumer`` with an
 ``async def`` listener, on one event loop), ``py-pull`` and ``py-async-pull`` (``PullConsumer`` and
 ``AsyncPullConsumer``, polling batches of 32 with auto-commit; concurrent modes only), and ``py-base`` (``py`` as
-the commit given by ``--baseline`` had it, from ``git archive``: the previous code in the same run); modes:
+the commit given by ``--baseline`` had it, from ``git archive``: the previous code in the same run; likewise
+``py-base-async``, ``py-base-pull`` and ``py-base-async-pull``, each printed against its kind of today in a
+table of per-repetition ratios); modes:
 concurrent with listener batches of 1 and 32, orderly with batches of 1. ``--metrics`` adds ``py-metrics`` to the
 kinds run.
 
@@ -72,7 +74,20 @@ class Mode:
 
 
 MODES = (Mode("concurrent b1", 1), Mode("concurrent b32", 32), Mode("orderly b1", 1, orderly=True))
-KINDS = ("java", "py", "py-nofence", "py-metrics", "py-async", "py-pull", "py-async-pull", "py-base")
+KINDS = (
+    "java",
+    "py",
+    "py-nofence",
+    "py-metrics",
+    "py-async",
+    "py-pull",
+    "py-async-pull",
+    "py-base",
+    "py-base-async",
+    "py-base-pull",
+    "py-base-async-pull",
+)
+BASE = "py-base"  # a kind starting so runs the --baseline commit's code: py-base-pull is py-pull as it was
 APIS = {"py-async": "async-push", "py-pull": "pull", "py-async-pull": "async-pull"}
 DEFAULT_KINDS = ("java", "py", "py-nofence")
 SCRAPE_INTERVAL = 1.0  # seconds between the scrapes of py-metrics
@@ -247,11 +262,12 @@ def _bench(args: argparse.Namespace) -> int:
         cluster.create_topic(TOPIC, QUEUES)
         _produce(cluster, args.count)
         modes = [mode for mode in MODES if mode.name in args.modes]
-        baseline = _baseline(args.baseline, work) if "py-base" in args.kinds else None
+        baseline = _baseline(args.baseline, work) if any(k.startswith(BASE) for k in args.kinds) else None
         for rep in range(args.reps):
             for mode in modes:
                 for kind in args.kinds:
-                    if kind in ("py-nofence", "py-pull", "py-async-pull") and mode.orderly:
+                    api = APIS.get(_today(kind))
+                    if (kind == "py-nofence" or api in ("pull", "async-pull")) and mode.orderly:
                         continue  # orderly consumers always lock; pull consumers are not orderly
                     group = f"rr-tp-{kind}-{mode.batch}{'o' if mode.orderly else 'c'}-{rep}-{time.time_ns()}"
                     common = [
@@ -275,13 +291,13 @@ def _bench(args: argparse.Namespace) -> int:
                             *common,
                             *(["--no-fence"] if kind == "py-nofence" else []),
                             *(["--metrics"] if kind == "py-metrics" else []),
-                            *(["--api", APIS[kind]] if kind in APIS else []),
+                            *(["--api", api] if api else []),
                         )
-                    env = baseline if kind == "py-base" else None
+                    env = baseline if kind.startswith(BASE) else None
                     run, counted = _drain(command, args.count, work / f"{group}.log", env)
                     if counted != args.count:
                         raise SystemExit(f"{kind} {mode.name}: counted {counted} of {args.count} messages")
-                    _check_offsets(cluster, group, strict=kind != "py-base")
+                    _check_offsets(cluster, group, strict=not kind.startswith(BASE))
                     tally.add(kind, mode.name, run)
                     print(
                         f"  rep {rep} {kind:<10} {mode.name:<15} {args.count / run.seconds:>9,.0f} msgs/s "
@@ -291,7 +307,35 @@ def _bench(args: argparse.Namespace) -> int:
     _print_table(tally, args.count, modes, args.kinds, args.reps)
     if "py" in args.kinds and "py-metrics" in args.kinds:
         _print_metrics_cost(tally, args.count, modes)
+    _print_against_baseline(tally, modes, args.kinds, args.baseline)
     return 0
+
+
+def _today(kind: str) -> str:
+    """The kind a baseline kind runs as it was (``py-base-pull`` -> ``py-pull``); any other kind as it is."""
+    return "py" + kind.removeprefix(BASE) if kind.startswith(BASE) else kind
+
+
+def _print_against_baseline(tally: Tally, modes: list[Mode], kinds: list[str], baseline: str) -> None:
+    """Each of our kinds against the same kind on the baseline's code, same mode, same run: each repetition's
+    ratio of the two runs that ran back to back (interleaved), then the median of those ratios; from start, in
+    the steady state (first message to last), and CPU per message."""
+    pairs = [(_today(kind), kind) for kind in kinds if kind.startswith(BASE) and _today(kind) in kinds]
+    if not pairs:
+        return
+    print(f"\nagainst {baseline} (same kind, same run; medians of per-repetition ratios, > 1 is faster or cheaper)")
+    print("| kind | mode | msgs/s x base | after first x base | CPU s/10k base / ours |")
+    print("|---|---|---|---|---|")
+    for mode in modes:
+        for ours, base in pairs:
+            now, then = tally.runs.get((ours, mode.name), []), tally.runs.get((base, mode.name), [])
+            if not now or not then:
+                continue
+            pairs_run = list(zip(now, then, strict=False))
+            rate = statistics.median(was.seconds / run.seconds for run, was in pairs_run)
+            steady = statistics.median(was.steady / run.steady for run, was in pairs_run)
+            cpu = statistics.median(was.cpu / run.cpu for run, was in pairs_run)
+            print(f"| {ours} | {mode.name} | {rate:.3f} | {steady:.3f} | {cpu:.3f} |")
 
 
 def _print_metrics_cost(tally: Tally, count: int, modes: list[Mode]) -> None:

@@ -25,8 +25,8 @@ owns each:
   first and given to the pool (``attach`` and ``connect`` are its);
 * :mod:`.remoting_admin` (:class:`~.remoting_admin.RemotingAdminReads`): the operator's reads (connections,
   topics, groups, running info, progress, assignment);
-* :mod:`.remoting_producer` (:class:`~.remoting_producer.RemotingProducer`): sending messages and creating topics,
-  for tests, demos and the lab.
+* :mod:`.remoting_producer` (:class:`~.remoting_producer.RemotingProducer`): creating topics, for tests, demos
+  and the lab (sending is the wire's operation itself, run as the consumer's calls are).
 
 What the parts share is built once, by :class:`~.remoting_calls.RemotingEnds` (the constructor this transport
 shares with the asyncio one): the wire's calls and state, and the TLS context.
@@ -34,7 +34,7 @@ shares with the asyncio one): the wire's calls and state, and the TLS context.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from rocket_rebalance.model import AclCredentials, MessageQueue, TlsSettings
@@ -214,17 +214,7 @@ class RemotingTransport(RemotingEnds):
 
     # ------------------------------------------------------------------ the producer role's
 
-    def send(
-        self,
-        topic: str,
-        broker: str,
-        bodies: Sequence[bytes],
-        queue_id: int | None = None,
-        tags: str = "",
-        keys: str = "",
-        properties: Mapping[str, str] | None = None,
-    ) -> tuple[int, list[int]]:
-        return self._producer.send(topic, broker, bodies, queue_id, tags, keys, properties)
+    send = blocking_op(RemotingCalls.send)  # one message after another
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         self._producer.create_topic(topic, queue_nums, brokers)

@@ -9,7 +9,7 @@ which the transport builds this role.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from rocket_rebalance.remoting import RequestCode, headers, request
 from rocket_rebalance.runtime.transport import TransportError
@@ -19,24 +19,12 @@ __all__ = ["RemotingProducer"]
 
 
 class RemotingProducer:
-    """Sends messages and creates topics through ``pool``'s connections."""
+    """Creates topics through ``pool``'s connections (sending is the wire's operation itself, which the transport
+    runs as it runs the consumer's calls: :meth:`~.remoting_calls.RemotingCalls.send`)."""
 
     def __init__(self, pool: RemotingPool) -> None:
         self._pool = pool
         self._wire = pool.wire
-
-    def send(
-        self,
-        topic: str,
-        broker: str,
-        bodies: Sequence[bytes],
-        queue_id: int | None = None,
-        tags: str = "",
-        keys: str = "",
-        properties: Mapping[str, str] | None = None,
-    ) -> tuple[int, list[int]]:
-        """The wire's send (:meth:`~.remoting_calls.RemotingCalls.send`): one message after another."""
-        return self._pool.run(self._wire.send(topic, broker, bodies, queue_id, tags, keys, properties))
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
         """UPDATE_AND_CREATE_TOPIC at each broker's master, then wait until the name server's route shows it."""
