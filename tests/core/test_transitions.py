@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.core import (
-    ConsumeFromWhere,
     ConsumerIdsChanged,
     ConsumerListFetched,
     DropQueue,
@@ -41,7 +40,7 @@ from rocket_rebalance.core import (
     machine,
 )
 from rocket_rebalance.core.machine import QUEUE_TRANSITIONS, QueueCause
-from rocket_rebalance.model import retry_topic
+from rocket_rebalance.model import ConsumeFromWhere, retry_topic
 from tests.core.sim import Move, Sim, watch_moves
 from tests.core.test_core import ME, OTHER, QS, Drive, T, expected_share, only
 from tests.core.test_state_machine import ALL_QUEUES, GROUP, INTERVALS, QUEUES, REQUEST_TIMEOUT, RETRY_QUEUES, TOPIC
