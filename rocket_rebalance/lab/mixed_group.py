@@ -17,7 +17,7 @@ from typing import Any
 
 from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.lab.stub_cluster import ConsumerProcess, start_consume_process
-from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, retry_topic
 from rocket_rebalance.plan import plan
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.strategies import create_strategy
@@ -99,27 +99,38 @@ class MixedGroup:
             cid for cid, p in self.java_members.items() if p.alive
         ]
 
-    def ownership(self) -> dict[str, set[Queue]]:
-        """Each live member's last reported queues of the topic."""
+    def ownership(self, topic: str | None = None) -> dict[str, set[Queue]]:
+        """Each live member's last reported queues of ``topic`` (the group's topic by default)."""
+        topic = self.topic if topic is None else topic
         owned: dict[str, set[Queue]] = {}
         for cid, member in self.python_members.items():
             if member.alive:
-                reported = member.owned(self.topic) or set()
+                reported = member.owned(topic) or set()
                 owned[cid] = {(name.rpartition(":")[0], int(name.rpartition(":")[2])) for name in reported}
         for cid, peer in self.java_members.items():
             if peer.alive:
-                owned[cid] = set(peer.owned(self.topic))
+                owned[cid] = set(peer.owned(topic))
         return owned
 
-    def expected(self) -> dict[str, set[Queue]]:
-        """The strategy's plan over the live members, in Java's sort orders."""
-        ready = prepare_rebalance_input(self.queues, self.live())
+    def expected(self, queues: list[MessageQueue] | None = None) -> dict[str, set[Queue]]:
+        """The strategy's plan of ``queues`` (the topic's by default) over the live members, in Java's orders."""
+        ready = prepare_rebalance_input(self.queues if queues is None else queues, self.live())
         shares = plan(self.strategy, self.group, ready.mq_all, ready.cid_all) if ready.cid_all else {}
         return {cid: {(mq.broker_name, mq.queue_id) for mq in queues} for cid, queues in shares.items()}
 
     def settled(self) -> bool:
         """Every live member reports exactly its share of the plan (so each queue has exactly one owner)."""
         return self.ownership() == self.expected()
+
+    def retry_settled(self) -> bool:
+        """The same for the group's retry topic, which every member balances too (from the broker's route of it:
+        brokers create it at the first heartbeat, so a group just started may not have it yet, or not settled)."""
+        topic = retry_topic(self.group)
+        try:
+            queues = self.transport.route(topic).subscribe_queues()
+        except TransportError:
+            return False
+        return bool(queues) and self.ownership(topic) == self.expected(queues)
 
     def members_known(self) -> bool:
         """Every broker's member list is exactly the live members (what every consumer will sort)."""

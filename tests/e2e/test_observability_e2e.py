@@ -10,6 +10,7 @@ import pytest
 
 from rocket_rebalance.lab.stub_cluster import LocalCluster
 from rocket_rebalance.lab.wait import wait_until
+from rocket_rebalance.model import retry_topic
 
 pytestmark = pytest.mark.e2e
 
@@ -17,6 +18,9 @@ pytestmark = pytest.mark.e2e
 def test_the_sigusr1_dump_holds_the_rebalances_and_the_log_is_one_json_object_a_line(cluster: LocalCluster) -> None:
     first = cluster.start_consumer("c1", "--log-format", "json", "--log-level", "INFO")
     wait_until(lambda: first.owned(cluster.topic) is not None and len(first.owned(cluster.topic) or ()) == 8, 30)
+    # and its retry topic's queues: their route comes after the first heartbeat creates the topic, and on a busy
+    # machine that round (a "route change") could still be waiting when c2 joins and name the join's round
+    wait_until(lambda: bool(first.owned(retry_topic(cluster.group))), 30, "c1 holds its retry topic too")
     second = cluster.start_consumer("c2")
     wait_until(cluster.balanced, 30, "the two consumers share the queues")
 

@@ -29,6 +29,12 @@ def _queues_of(group: MixedGroup, client_id: str) -> set[tuple[str, int]]:
     return group.ownership()[client_id]
 
 
+def _state(pid: int) -> str:
+    """A process's state letter in /proc (``T``: stopped by a signal)."""
+    stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    return stat[stat.rindex(")") + 2]
+
+
 def _consumed_after(group: MixedGroup, queues: set[tuple[str, int]], since: float) -> set[tuple[str, int]]:
     """Which of ``queues`` some member consumed a message of that it took after ``since`` (wall clock)."""
     return {(d["broker"], d["queue"]) for d in group.deliveries() if d["t0"] > since} & queues
@@ -83,12 +89,16 @@ def test_a_frozen_holder_keeps_its_queues_fenced_and_goes_on(rocketmq: RocketMQC
             held = _queues_of(group, frozen)
             process = group.python_members[frozen].process
             os.kill(process.pid, signal.SIGSTOP)
-            stopped_at = time.time()
             try:
+                # SIGSTOP lands when the kernel next schedules the process: on a busy machine it may start one
+                # more delivery after kill() returned. The window opens once /proc says it is stopped, and closes
+                # before SIGCONT, so every delivery inside it is someone else's.
+                wait_until(lambda: _state(process.pid) == "T", 10, "the holder is stopped")
+                stopped_at = time.time()
                 time.sleep(20)
+                resumed_at = time.time()
             finally:
                 os.kill(process.pid, signal.SIGCONT)
-            resumed_at = time.time()
             during = [
                 d for d in group.deliveries() if stopped_at < d["t0"] < resumed_at and (d["broker"], d["queue"]) in held
             ]
