@@ -146,7 +146,7 @@ def test_async_pull_commit_seek_and_iteration(start_stub: StartStub) -> None:
                     break
             assert consumer.position(mq) == 3
             assert await consumer.commit() and await consumer.committed(mq) == 3
-            consumer.seek(mq, 1)
+            await consumer.seek(mq, 1)
             again = await consumer.poll(timeout=5.0)
             assert [m.queue_offset for m in again if m.queue == mq] == [1, 2]
             await consumer.seek_to_beginning(mq)
