@@ -176,11 +176,22 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
         known = self._committed_here(queue)
         return known if known is not None else await run_async(read_steps(self._offset_store, queue), self.transport)
 
+    async def seek(self, queue: MessageQueue, offset: int) -> None:
+        """The next ``poll()`` returns ``queue``'s messages from ``offset`` on, which must lie in the queue's
+        offsets as its broker reports them now (awaited): the threaded consumer's ``seek``, with its checks and
+        errors."""
+        self._seek_checked(queue, offset)
+        self._seek_within(queue, offset, await run_async(self._offsets(queue), self.transport))
+
     async def seek_to_beginning(self, queue: MessageQueue) -> None:
-        self.seek(queue, await run_async(self._edge(queue, end=False), self.transport))
+        self._seek_checked(queue)
+        low, high = await run_async(self._offsets(queue), self.transport)
+        self._seek_within(queue, low, (low, high))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
-        self.seek(queue, await run_async(self._edge(queue, end=True), self.transport))
+        self._seek_checked(queue)
+        low, high = await run_async(self._offsets(queue), self.transport)
+        self._seek_within(queue, high, (low, high))
 
     async def close(self, timeout: float = 15.0) -> bool:
         """Release every queue (awaiting ``on_queues_revoked``), write the offsets, unregister, close the wire, all

@@ -27,12 +27,18 @@ from rocket_rebalance.core import (
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.pulling import Pulling, QueueRun
 from rocket_rebalance.runtime.service import Service
-from rocket_rebalance.runtime.settings import QueueNotAssignedError
+from rocket_rebalance.runtime.settings import QueueNotAssignedError, SeekOffsetError
 from rocket_rebalance.runtime.stats import Tally
 from rocket_rebalance.runtime.steps import Steps
 from rocket_rebalance.runtime.transport import Message
 
-__all__ = ["Polling"]
+__all__ = ["Polling", "check_seek_offset"]
+
+
+def check_seek_offset(offset: int) -> None:
+    """What a seek's offset must be before anyone is asked about it: a whole number, not negative."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a whole number of at least 0, got {offset!r}")
 
 
 class Polling:
@@ -179,12 +185,25 @@ class Polling:
             raise QueueNotAssignedError(f"{mq} is not assigned to this consumer (poll() assigns queues)")
         return run
 
-    def seek(self, mq: MessageQueue, offset: int) -> None:
-        """``poll()`` returns ``mq``'s messages from ``offset`` next (core rule O4). Raises
-        :class:`QueueNotAssignedError` when the queue is not ours now."""
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be a whole number of at least 0, got {offset!r}")
+    def check_assigned(self, mq: MessageQueue) -> None:
+        """Raises :class:`QueueNotAssignedError` when ``mq`` is not ours now (a seek's check before it asks the
+        broker)."""
+        self._assigned_run(mq)
+
+    def seek(self, mq: MessageQueue, offset: int, offsets: tuple[int, int]) -> None:
+        """``poll()`` returns ``mq``'s messages from ``offset`` next (core rule O4), when it lies in ``offsets``:
+        the queue's min and max offset as its broker reported them for this seek (the max is the next offset to be
+        written, so seeking there is seeking to the end). Raises :class:`QueueNotAssignedError` when the queue is
+        not ours now and :class:`SeekOffsetError` when ``offset`` is outside (Java's "Seek offset illegal"): the
+        commit offset, which a seek forward moves up to ``offset``, never exceeds what the broker reported."""
+        check_seek_offset(offset)
         run = self._assigned_run(mq)
+        low, high = offsets
+        if not low <= offset <= high:
+            raise SeekOffsetError(
+                f"Seek offset illegal, seek offset = {offset}, min offset = {low}, max offset = {high}: {mq} "
+                f"takes offsets from {low} to {high} (the next to be written), as its broker reports them now"
+            )
         self._polled.pop(mq, None)
         self._pulling.move(mq, run, offset)
         self._service.handle(QueueSeeked(mq, offset))

@@ -13,8 +13,10 @@ not returned before ``on_queues_assigned`` for it ran. The release of a revoked 
 to run ``on_queues_revoked`` (up to ``revoke_timeout``): keep polling.
 
 What the asyncio twin (:mod:`rocket_rebalance.runtime.async_consumer`) shares with it is in :class:`PullBase`: the
-options, ``assign()``, and the reads and moves that are answered in the engine's service context at once (seek,
-pause, position). Flow control bounds what is buffered per queue by the push consumer's thresholds.
+options, ``assign()``, the reads and moves that are answered in the engine's service context at once (pause,
+position) and the parts of a seek, which asks the broker for the queue's offsets first (from the application's
+thread or task) and refuses an offset outside them, as Java does. Flow control bounds what is buffered per queue by
+the push consumer's thresholds.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rocket_rebalance.model import MessageModel, MessageQueue, check_duration
 from rocket_rebalance.runtime.consumer import ConsumerBase, E
 from rocket_rebalance.runtime.engine import Engine
 from rocket_rebalance.runtime.offset_store import read_steps
+from rocket_rebalance.runtime.polling import check_seek_offset
 from rocket_rebalance.runtime.steps import Steps, call, run
 from rocket_rebalance.runtime.transport import AdminTransport, Message, Transport
 from rocket_rebalance.subscription import SubscriptionExpression
@@ -139,12 +142,18 @@ class PullBase(ConsumerBase[E]):
             raise value
         return value  # type: ignore[no-any-return]
 
-    def seek(self, queue: MessageQueue, offset: int) -> None:
-        """The next ``poll()`` returns ``queue``'s messages from ``offset`` on. A seek backwards re-delivers what
-        lies between, but the committed offset does not move back (offsets never go backwards: unlike Java's
-        ``seek``, which rewinds the stored offset); a seek forward skips, and commits up to it. Raises
-        :class:`~rocket_rebalance.runtime.settings.QueueNotAssignedError` when the queue is not this consumer's now."""
-        self._service(lambda engine: engine.polling_part().seek(queue, offset))
+    def _seek_checked(self, queue: MessageQueue, offset: int | None = None) -> None:
+        """A seek's checks that need no broker, made before one is asked: the offset (when one is given) is a whole
+        number, not negative, and the queue is ours now (:class:`~rocket_rebalance.runtime.settings.
+        QueueNotAssignedError`)."""
+        if offset is not None:
+            check_seek_offset(offset)
+        self._service(lambda engine: engine.polling_part().check_assigned(queue))
+
+    def _seek_within(self, queue: MessageQueue, offset: int, offsets: tuple[int, int]) -> None:
+        """Move ``queue`` to ``offset`` if it lies in ``offsets``, the queue's min and max offset as its broker
+        just reported them (:class:`~rocket_rebalance.runtime.settings.SeekOffsetError` otherwise)."""
+        self._service(lambda engine: engine.polling_part().seek(queue, offset, offsets))
 
     def position(self, queue: MessageQueue) -> int:
         """The offset of the next message ``poll()`` returns from ``queue``."""
@@ -171,8 +180,12 @@ class PullBase(ConsumerBase[E]):
         return self._service(lambda engine: engine.polling_part().committed(queue))
 
     @staticmethod
-    def _edge(queue: MessageQueue, end: bool) -> Steps[int]:
-        return (yield from call(AdminTransport.max_offset if end else AdminTransport.min_offset, queue))
+    def _offsets(queue: MessageQueue) -> Steps[tuple[int, int]]:
+        """The queue's min and max offset (the oldest message still stored, the next to be written), asked of its
+        broker: by a seek, from the application's thread or task, never in the service context."""
+        low = yield from call(AdminTransport.min_offset, queue)
+        high = yield from call(Transport.max_offset, queue)
+        return low, high
 
 
 class PullConsumer(PullBase[Engine]):
@@ -254,13 +267,30 @@ class PullConsumer(PullBase[Engine]):
         known = self._committed_here(queue)
         return known if known is not None else run(read_steps(self._offset_store, queue), self.transport)
 
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        """The next ``poll()`` returns ``queue``'s messages from ``offset`` on. A seek backwards re-delivers what
+        lies between, but the committed offset does not move back (offsets never go backwards: unlike Java's
+        ``seek``, which rewinds the stored offset); a seek forward skips, and commits up to it. As in Java,
+        ``offset`` must lie in the queue's offsets as its broker reports them now, from its min offset to its max
+        offset (the next to be written: seeking there means "from the end"). Raises
+        :class:`~rocket_rebalance.runtime.settings.QueueNotAssignedError` when the queue is not this consumer's
+        now, :class:`~rocket_rebalance.runtime.settings.SeekOffsetError` when ``offset`` is outside, and
+        :class:`~rocket_rebalance.runtime.transport.TransportError` when the broker could not be asked; then
+        nothing moved."""
+        self._seek_checked(queue, offset)
+        self._seek_within(queue, offset, run(self._offsets(queue), self.transport))
+
     def seek_to_beginning(self, queue: MessageQueue) -> None:
         """Seek to the queue's oldest stored message (the committed offset does not move back: see :meth:`seek`)."""
-        self.seek(queue, run(self._edge(queue, end=False), self.transport))
+        self._seek_checked(queue)
+        low, high = run(self._offsets(queue), self.transport)
+        self._seek_within(queue, low, (low, high))
 
     def seek_to_end(self, queue: MessageQueue) -> None:
         """Seek past the queue's newest message: only what comes after is returned."""
-        self.seek(queue, run(self._edge(queue, end=True), self.transport))
+        self._seek_checked(queue)
+        low, high = run(self._offsets(queue), self.transport)
+        self._seek_within(queue, high, (low, high))
 
     def close(self, timeout: float = 15.0) -> bool:
         """Release every queue (running ``on_queues_revoked``), write the offsets, unregister, close the wire, all

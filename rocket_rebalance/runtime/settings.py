@@ -33,6 +33,7 @@ __all__ = [
     "QueueListener",
     "QueueNotAssignedError",
     "RebalanceListenerError",
+    "SeekOffsetError",
     "SubscriptionMismatchError",
     "UnreadableBodyError",
 ]
@@ -49,6 +50,12 @@ class ListenerError(Exception):
 
 class QueueNotAssignedError(LookupError):
     """A pull consumer was asked to seek, pause or tell the position of a queue it does not consume now."""
+
+
+class SeekOffsetError(ValueError):
+    """A pull consumer was asked to seek outside the queue's offsets as its broker reports them at the seek: from
+    the min offset (the oldest message still stored) to the max offset (the next message's: seeking there means
+    "from the end"). Java's ``DefaultLitePullConsumerImpl.seek`` refuses it the same way ("Seek offset illegal")."""
 
 
 class RebalanceListenerError(Exception):

@@ -23,6 +23,7 @@ from rocket_rebalance import (
 from rocket_rebalance.lab.mixed_group import new_topic
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
 from rocket_rebalance.model import MessageModel
+from rocket_rebalance.runtime.settings import SeekOffsetError
 from rocket_rebalance.runtime.transport import GroupRegistration
 from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
 from tests.aio import run
@@ -163,6 +164,9 @@ def test_pull_consumers_commit_seek_and_pause_on_a_real_broker(rocketmq: RocketM
         polled = poll_all(consumer, 10)
         assert {m.queue for m in polled} == {a, b}
         assert consumer.commit() and stored() == {a: 5, b: 5}
+        with pytest.raises(SeekOffsetError, match="seek offset = 6, min offset = 0, max offset = 5"):
+            consumer.seek(a, 6)  # beyond the broker's max offset, which the broker would store (probe 2026-11-27)
+        consumer.seek(b, 5)  # exactly the max (the next to be written): accepted
         consumer.seek(a, 2)
         again = poll_all(consumer, 3)
         assert [(m.queue, m.queue_offset) for m in again] == [(a, 2), (a, 3), (a, 4)]

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from rocket_rebalance import AsyncPullConsumer, AsyncPushConsumer, Message, MessageQueue, RebalanceListener
-from rocket_rebalance.runtime.settings import ListenerError
-from rocket_rebalance.runtime.transport import GRPC_SCHEME
+from rocket_rebalance.runtime.settings import ListenerError, SeekOffsetError
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, TransportError
+from rocket_rebalance.runtime.transport.grpc_async import AsyncGrpcTransport
 from tests.aio import run
 from tests.runtime.test_consumer import FAST, produce
-from tests.runtime.test_pull_consumer import QUEUES, TOPIC, check_deltas, check_exclusive, holds
+from tests.runtime.test_pull_consumer import QUEUES, TOPIC, check_deltas, check_exclusive, holds, refused
 from tests.stub.conftest import StartStub
 
 Log = list[tuple[str, str, frozenset[MessageQueue], float]]
@@ -146,7 +147,7 @@ def test_async_pull_commit_seek_and_iteration(start_stub: StartStub) -> None:
                     break
             assert consumer.position(mq) == 3
             assert await consumer.commit() and await consumer.committed(mq) == 3
-            consumer.seek(mq, 1)
+            await consumer.seek(mq, 1)
             again = await consumer.poll(timeout=5.0)
             assert [m.queue_offset for m in again if m.queue == mq] == [1, 2]
             await consumer.seek_to_beginning(mq)
@@ -158,6 +159,61 @@ def test_async_pull_commit_seek_and_iteration(start_stub: StartStub) -> None:
         with pytest.raises(RuntimeError, match="closed"):
             await consumer.poll()
         assert await AsyncPullConsumer(address, "GID_async_seek", topics=[TOPIC], **FAST).committed(mq) == 3
+
+    run(scenario())
+
+
+class AsyncReportedOffsets(AsyncGrpcTransport):
+    """The stub's asyncio transport with the min offsets a broker reports once it cleaned up each queue's first
+    ``low`` messages (the stub deletes none), or with the ask failing (``broken``)."""
+
+    def __init__(self, address: str, low: int) -> None:
+        super().__init__(address)
+        self.low = low
+        self.broken: TransportError | None = None
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        if self.broken is not None:
+            raise self.broken
+        return max(self.low, await super().min_offset(mq))
+
+
+def test_async_pull_seek_is_held_to_the_queues_offsets(start_stub: StartStub) -> None:
+    """The threaded consumer's seek checks (probe 2026-11-27, finding 2), awaited: outside [min offset, max offset]
+    as the broker reports them, or with the broker not answering, a seek is refused and nothing moves; exactly
+    the max and exactly the min are accepted, and the commit after a seek to the max stores exactly the max."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 5)
+    mq = QUEUES[0]
+
+    async def scenario() -> None:
+        transport = AsyncReportedOffsets(address, low=2)
+        consumer = AsyncPullConsumer(
+            address, "GID_async_seek_range", topics=[TOPIC], auto_commit=False, transport=transport, **FAST
+        )
+        await consumer.start()
+        try:
+            await until(lambda: mq in consumer.assignment())
+            for offset in (6, 2**63 - 1, 1):
+                with pytest.raises(SeekOffsetError, match=refused(mq, offset, 2, 5)):
+                    await consumer.seek(mq, offset)
+                assert consumer.position(mq) == 0
+            await consumer.seek(mq, 5)
+            assert await consumer.commit() and await consumer.committed(mq) == 5
+            assert (await transport.query_offsets(mq.broker_name, "GID_async_seek_range", [mq]))[mq] == 5
+            await consumer.seek(mq, 2)
+            transport.broken = TransportError("the broker cannot be reached", "UNAVAILABLE")
+            with pytest.raises(TransportError, match="cannot be reached"):
+                await consumer.seek(mq, 3)
+            assert consumer.position(mq) == 2
+            transport.broken = None
+            messages: list[Message] = []
+            while len(messages) < 38:
+                messages += await consumer.poll(timeout=5.0)
+            assert [m.queue_offset for m in messages if m.queue == mq] == [2, 3, 4]
+        finally:
+            started = time.monotonic()
+            assert await consumer.close(10) and time.monotonic() - started < 5
 
     run(scenario())
 

@@ -6,6 +6,7 @@ polls returned and what the rebalance listener heard, never on timings."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -16,8 +17,9 @@ import pytest
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.listener import RebalanceListener
 from rocket_rebalance.runtime.pull_consumer import PullConsumer
-from rocket_rebalance.runtime.settings import EngineSettings, QueueNotAssignedError
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
+from rocket_rebalance.runtime.settings import EngineSettings, QueueNotAssignedError, SeekOffsetError
+from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message, TransportError
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.runtime.test_consumer import FAST, produce, wait_for
 from tests.stub.conftest import StartStub
 
@@ -231,6 +233,95 @@ def test_seek_position_and_a_commit_never_going_back(start_stub: StartStub) -> N
             consumer.seek(mq, -1)
         with pytest.raises(QueueNotAssignedError):
             consumer.seek(MessageQueue("Other", "broker-a", 0), 0)
+
+
+def refused(mq: MessageQueue, offset: int, low: int, high: int) -> str:
+    """What a seek outside ``[low, high]`` is refused with (as a ``match`` pattern): Java's words and the queue."""
+    java = f"Seek offset illegal, seek offset = {offset}, min offset = {low}, max offset = {high}"
+    return f"^{re.escape(java)}: .*{re.escape(str(mq))}"
+
+
+def stored(address: str, group: str, mq: MessageQueue) -> int | None:
+    """The offset the broker (the stub) holds for ``mq``, asked afresh."""
+    transport = GrpcTransport(address)
+    try:
+        return transport.query_offsets(mq.broker_name, group, [mq])[mq]
+    finally:
+        transport.close()
+
+
+def closes_cleanly(consumer: PullConsumer) -> None:
+    started = time.monotonic()
+    assert consumer.close(10) and time.monotonic() - started < 5
+
+
+def test_a_seek_beyond_the_max_offset_is_refused_and_a_seek_to_it_commits_exactly_it(start_stub: StartStub) -> None:
+    """Probe 2026-11-27, finding 2: beyond the queue's max offset (the next to be written), a seek is refused as
+    Java refuses it, and nothing moves; a real broker would store the commit that followed, and at 2**63 - 1 the
+    queue was never pulled again and ``close()`` timed out. Exactly the max ("from the end") and exactly the min
+    are seeks like any other: the commit after the first stores exactly the max."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 5)
+    consumer = pull_consumer(address, "GID_seek_max", "a", auto_commit=False)
+    mq = QUEUES[0]
+    consumer.start()
+    try:
+        wait_for(lambda: mq in consumer.assignment())
+        for offset in (6, 1000, 2**63 - 1):
+            with pytest.raises(SeekOffsetError, match=refused(mq, offset, 0, 5)):
+                consumer.seek(mq, offset)
+            assert consumer.position(mq) == 0
+        consumer.seek(mq, 5)
+        assert consumer.position(mq) == 5
+        assert consumer.commit() and consumer.committed(mq) == 5 and stored(address, "GID_seek_max", mq) == 5
+        assert {m.mq for m in poll_until(consumer, 35)} == set(QUEUES[1:])
+        produce(address, 1)
+        assert [m.queue_offset for m in poll_until(consumer, 8) if m.mq == mq] == [5]
+        consumer.seek(mq, 0)
+        assert [m.queue_offset for m in poll_until(consumer, 6) if m.mq == mq] == [0, 1, 2, 3, 4, 5]
+        assert consumer.commit() and stored(address, "GID_seek_max", mq) == 6
+    finally:
+        closes_cleanly(consumer)
+
+
+class ReportedOffsets(GrpcTransport):
+    """The stub's transport with the min offsets a broker reports once it cleaned up each queue's first ``low``
+    messages (the stub deletes none: its min offset is always 0), or with the ask failing (``broken``)."""
+
+    def __init__(self, address: str, low: int) -> None:
+        super().__init__(address)
+        self.low = low
+        self.broken: TransportError | None = None
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        if self.broken is not None:
+            raise self.broken
+        return max(self.low, super().min_offset(mq))
+
+
+def test_a_seek_below_the_min_offset_or_unasked_is_refused_and_moves_nothing(start_stub: StartStub) -> None:
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 5)
+    transport = ReportedOffsets(address, low=2)
+    consumer = pull_consumer(address, "GID_seek_min", "a", auto_commit=False, transport=transport)
+    mq = QUEUES[0]
+    consumer.start()
+    try:
+        poll_until(consumer, 40)
+        for offset in (0, 1):
+            with pytest.raises(SeekOffsetError, match=refused(mq, offset, 2, 5)):
+                consumer.seek(mq, offset)
+        transport.broken = TransportError("the broker cannot be reached", "UNAVAILABLE")
+        with pytest.raises(TransportError, match="cannot be reached"):
+            consumer.seek(mq, 3)
+        assert consumer.position(mq) == 5 and consumer.poll(timeout=0.3) == []
+        transport.broken = None
+        consumer.seek(mq, 2)
+        assert [m.queue_offset for m in poll_until(consumer, 3) if m.mq == mq] == [2, 3, 4]
+        consumer.seek_to_beginning(mq)
+        assert consumer.position(mq) == 2
+    finally:
+        closes_cleanly(consumer)
 
 
 def test_a_paused_queue_is_neither_polled_nor_lost(start_stub: StartStub) -> None:

@@ -550,7 +550,7 @@ class AsyncTransport(Protocol):
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        """The queue's smallest offset still stored (a pull consumer's ``seek_to_beginning``)."""
+        """The queue's smallest offset still stored (a pull consumer's ``seek`` checks against it)."""
         ...
 
     async def consumer_connections(self, consumer_group: str) -> list[ConnectionRow]:
