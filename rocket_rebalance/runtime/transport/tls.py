@@ -183,7 +183,7 @@ class TlsSession:
         return b"".join(parts)
 
     def encrypt(self, data: bytes) -> bytes:
-        """``data`` as TLS records, after whatever the session had still to send (see :meth:`output`); the
+        """``data`` as TLS records, after whatever the session had still to send (see :attr:`has_output`); the
         caller writes the result under the connection's write lock, so records leave in the order made."""
         with self._lock:
             if data:
@@ -192,8 +192,9 @@ class TlsSession:
 
     @property
     def has_output(self) -> bool:
-        """Reading made records of the session's own to send (a TLS 1.3 key update's answer, say): the reader
-        sends them through :meth:`encrypt` with no data, under the write lock, like any other write."""
+        """Reading made records of the session's own to send (a TLS 1.3 key update's answer, an alert, say): they
+        leave through :meth:`encrypt`, with no data from the reader when the write lock is free, else before the
+        next writer's data (see :class:`~.connection.Connection`: the reader never waits for a writer)."""
         with self._lock:
             return self._outgoing.pending > 0
 
