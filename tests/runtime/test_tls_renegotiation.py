@@ -1,6 +1,7 @@
 """A TLS server that asks to renegotiate (issue 37, probe finding 1): against a server H that stops reading while a
 big request is being written to it, and then asks for a TLS 1.2 renegotiation, the one reader of the threaded
-transport goes on serving every other server, and the calls to H fail within their timeout.
+transport goes on serving every other server, and the calls to H fail within their timeout; a server that asks
+while it reads has the request refused, which ends that connection only.
 
 H is a TLS 1.2 server over memory buffers (:class:`RenegotiatingServer`): Python has no call to renegotiate, so it
 asks OpenSSL through ctypes (``SSL_renegotiate`` on the SSL object behind its ``ssl.SSLObject``), which then
@@ -69,8 +70,11 @@ def name_server_and_broker_g(routes: dict[str, tuple[str, str]]) -> Handler:
 
 
 def broker_answer(command: RemotingCommand) -> RemotingCommand | None:
+    """A broker's answers: offset 7 to GET_MAX_OFFSET, none to GET_MIN_OFFSET (a request left waiting)."""
     if command.code == RequestCode.GET_MAX_OFFSET:
         return response_to(command, ResponseCode.SUCCESS, ext={"offset": "7"})
+    if command.code == RequestCode.GET_MIN_OFFSET:
+        return None
     return response_to(command, ResponseCode.SUCCESS)
 
 
@@ -108,6 +112,7 @@ class RenegotiatingServer:
         self.listener.listen()
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.accepted = 0
+        self.received: list[int] = []  # the codes of the requests read
         self.reading = threading.Event()
         self.reading.set()
         self.asked = threading.Event()
@@ -177,6 +182,7 @@ class RenegotiatingServer:
                     conn.sendall(outgoing.read())  # its fatal alert
                     return
                 for command in decoder.feed(plain):
+                    self.received.append(command.code)
                     answer = None if command.is_response else self.handler(command)
                     if answer is not None:
                         obj.write(encode(answer))
@@ -292,3 +298,30 @@ def test_a_server_asking_to_renegotiate_while_a_write_to_it_is_stuck_freezes_no_
     assert isinstance(h_result, TransportError) and h_took < NOT_HUNG, (h_took, h_result)
     assert isinstance(big_result, TransportError) and big_took < NOT_HUNG, (big_took, big_result)
     assert hostile.unread() < BIG  # the send was indeed stuck: H never held the whole request
+
+
+def test_a_renegotiation_asked_by_a_reading_server_is_refused_and_ends_that_connection_only(
+    servers: tuple[RenegotiatingServer, ScriptedServer], certs: LabCertificates
+) -> None:
+    """RocketMQ never renegotiates: the client refuses (``OP_NO_RENEGOTIATION``) with a warning alert the reader
+    sends at once, OpenSSL's server ends the session on it, and the request waiting on that connection fails then,
+    saying so; the other server is untouched and the next call to H opens a new connection."""
+    hostile, healthy = servers
+    transport = RemotingTransport([healthy.address], timeout=TIMEOUT, tls=TlsSettings(ca_file=str(certs.ca)))
+    calls = ThreadPoolExecutor(1)
+    try:
+        learn_routes(transport)
+        assert transport.max_offset(MQ_H) == 7
+        waiting = calls.submit(timed(lambda: transport.min_offset(MQ_H)))  # H never answers it
+        wait_for(lambda: RequestCode.GET_MIN_OFFSET in hostile.received, timeout=10)
+        hostile.renegotiate()
+        took, result = outcome(waiting, "the request waiting on H")
+        assert transport.max_offset(MQ_G) == 7
+        assert transport.max_offset(MQ_H) == 7  # on a new connection
+    finally:
+        transport.close()
+        calls.shutdown(wait=False)
+    assert hostile.refusal is not None and "NO_RENEGOTIATION" in hostile.refusal
+    assert isinstance(result, TransportError) and result.code == "UNAVAILABLE", result
+    assert f"TLS on the connection to {hostile.address} failed" in str(result) and took < TIMEOUT, (took, result)
+    assert hostile.accepted == 2
