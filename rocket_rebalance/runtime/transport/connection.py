@@ -35,9 +35,10 @@ then asked to renegotiate froze every call to every server). Yet reading TLS may
 send (an answer to the server's handshake message, an alert). So the reader sends them only when that waits on
 nothing: when the write lock is free, and then without blocking (``MSG_DONTWAIT``); whatever is left waits in the
 session, or in the connection's unsent bytes, and goes before the next writer's own records, or with the
-reader's next try at its sweep. The writer that is stuck is not waited for but ended: its request has a
-deadline, and the reader's sweep fails it and closes the connection, whose shutdown makes the ``sendall`` return
-with an error. Closing waits on nothing either (the pending table's short lock, a shutdown, a close).
+reader's next try at its sweep. The writer that is stuck is not waited for but ended by the reader's sweep,
+which closes the connection when a request is past its deadline, or a write (an answer to the server's request,
+which has no deadline of its own) has taken longer than the call timeout; the shutdown makes the ``sendall``
+return with an error. Closing waits on nothing either (the pending table's short lock, a shutdown, a close).
 """
 
 from __future__ import annotations
@@ -413,9 +414,12 @@ class Connection(Multiplexer):
         on_request: Callable[[Connection, RemotingCommand], None],
         on_close: Callable[[Connection, TransportError], None],
         tls: TlsSession | None = None,
+        write_timeout: float = 5.0,
     ) -> None:
         super().__init__(address, tls is not None)
         self._tls = tls
+        self._write_timeout = write_timeout  # a write taking longer: the server has stopped reading
+        self._writing_since: float | None = None  # when the write under way began
         self.sock = sock
         self._reactor = reactor
         self._on_request = on_request
@@ -435,7 +439,8 @@ class Connection(Multiplexer):
         peer: str = "the server",
     ) -> Connection:
         """Connect to ``address`` within ``connect_timeout`` (the TLS handshake too, with ``tls``; ``peer`` names
-        the server in its errors) and hand the connection to ``reactor``."""
+        the server in its errors) and hand the connection to ``reactor``; a write may take as long (see
+        :meth:`expire`)."""
         try:
             sock = socket.create_connection(split_host_port(address), timeout=connect_timeout)
         except OSError as error:
@@ -449,7 +454,7 @@ class Connection(Multiplexer):
                 sock.close()
                 raise
         sock.settimeout(None)
-        connection = cls(address, sock, reactor, on_request, on_close, session)
+        connection = cls(address, sock, reactor, on_request, on_close, session, connect_timeout)
         try:
             reactor.add(connection)
         except TransportError:
@@ -485,6 +490,7 @@ class Connection(Multiplexer):
         with self._write_lock:
             if self._closed:
                 raise TransportError("connection closed", "UNAVAILABLE")
+            self._writing_since = time.monotonic()
             try:
                 if self._unsent:
                     self.sock.sendall(self._unsent)
@@ -493,6 +499,8 @@ class Connection(Multiplexer):
             except OSError as error:  # ssl.SSLError included: the session is broken, like the socket
                 self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
                 raise TransportError(f"write to {self.address} failed: {error}", "UNAVAILABLE") from None
+            finally:
+                self._writing_since = None
 
     def _send_now(self) -> None:
         """On the reader: send what the session made while reading (and what an earlier try left), as far as that
@@ -553,10 +561,21 @@ class Connection(Multiplexer):
         return b"" if self._closed else plain  # a failed send closed the connection, and said why
 
     def expire(self, now: float) -> None:
-        """The reactor's sweep: requests past their deadline fail (see :meth:`Multiplexer.expire`), and records
-        the session still owes the server are tried again (see :meth:`_send_now`)."""
+        """The reactor's sweep: requests past their deadline fail (see :meth:`Multiplexer.expire`); a write under
+        way for longer than the write timeout closes the connection, which ends it (a request's write is ended by
+        its deadline first; this one ends the answers to the server's requests, which have none, and whose thread
+        serves every broker); records the session still owes the server are tried again (see :meth:`_send_now`)."""
         super().expire(now)
-        if self._unsent or (self._tls is not None and self._tls.has_output):
+        since = self._writing_since
+        if since is not None and now - since > self._write_timeout:
+            self._close(
+                TransportError(
+                    f"connection to {self.address} closed: a write to it did not finish in {self._write_timeout:g} s "
+                    "(the server is not reading)",
+                    "UNAVAILABLE",
+                )
+            )
+        elif self._unsent or (self._tls is not None and self._tls.has_output):
             self._send_now()
 
     def _request_received(self, command: RemotingCommand) -> None:
