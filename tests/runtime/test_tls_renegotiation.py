@@ -1,7 +1,8 @@
 """A TLS server that asks to renegotiate (issue 37, probe finding 1): against a server H that stops reading while a
 big request is being written to it, and then asks for a TLS 1.2 renegotiation, the one reader of the threaded
 transport goes on serving every other server, and the calls to H fail within their timeout; a server that asks
-while it reads has the request refused, which ends that connection only.
+while it reads has the request refused, which ends that connection only. The asyncio transport is held to the
+same.
 
 H is a TLS 1.2 server over memory buffers (:class:`RenegotiatingServer`): Python has no call to renegotiate, so it
 asks OpenSSL through ctypes (``SSL_renegotiate`` on the SSL object behind its ``ssl.SSLObject``), which then
@@ -12,6 +13,7 @@ and the writer's ``sendall`` blocks, holding the connection's write lock, while 
 from __future__ import annotations
 
 import _ssl
+import asyncio
 import ctypes
 import fcntl
 import json
@@ -22,7 +24,7 @@ import struct
 import termios
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -33,6 +35,8 @@ from rocket_rebalance.model import MessageQueue, TlsSettings
 from rocket_rebalance.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode, response_to
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
+from tests.aio import run
 from tests.runtime.test_consumer import wait_for
 from tests.runtime.test_tls_transport import server_context
 from tests.scripted_server import Handler, ScriptedServer
@@ -260,6 +264,16 @@ def timed(call: Callable[[], T]) -> Callable[[], tuple[float, T | TransportError
     return measured
 
 
+async def measured(call: Callable[[], Awaitable[T]]) -> tuple[float, T | TransportError]:
+    """:func:`timed`'s twin on the loop."""
+    started = time.monotonic()
+    try:
+        result: T | TransportError = await call()
+    except TransportError as error:
+        result = error
+    return time.monotonic() - started, result
+
+
 def outcome(future: Future[tuple[float, Any]], what: str) -> tuple[float, Any]:
     try:
         return future.result(timeout=NOT_HUNG)
@@ -324,4 +338,75 @@ def test_a_renegotiation_asked_by_a_reading_server_is_refused_and_ends_that_conn
     assert hostile.refusal is not None and "NO_RENEGOTIATION" in hostile.refusal
     assert isinstance(result, TransportError) and result.code == "UNAVAILABLE", result
     assert f"TLS on the connection to {hostile.address} failed" in str(result) and took < TIMEOUT, (took, result)
+    assert hostile.accepted == 2
+
+
+# ---------------------------------------------------------------------------------------------------- asyncio
+
+
+async def async_transport(healthy: ScriptedServer, certs: LabCertificates) -> AsyncRemotingTransport:
+    """An asyncio transport whose name server is G, with broker-h and broker-g learnt."""
+    transport = AsyncRemotingTransport([healthy.address], timeout=TIMEOUT, tls=TlsSettings(ca_file=str(certs.ca)))
+    for topic in ("TopicH", "TopicG"):
+        await transport.route(topic)
+    return transport
+
+
+def test_the_asyncio_transport_is_not_frozen_either(
+    servers: tuple[RenegotiatingServer, ScriptedServer], certs: LabCertificates
+) -> None:
+    """The asyncio twin could not freeze so (it passed before the fix too): a write there is buffered by the loop's
+    transport and only its caller awaits it, and each connection has its own reader task; the same scenario."""
+    hostile, healthy = servers
+
+    async def scenario() -> list[tuple[float, Any]]:
+        transport = await async_transport(healthy, certs)
+        try:
+            assert await transport.max_offset(MQ_H) == 7
+            assert await transport.max_offset(MQ_G) == 7
+            hostile.stop_reading()
+            big = asyncio.create_task(measured(lambda: transport.send("TopicH", "broker-h", [b"x" * BIG], queue_id=0)))
+            while hostile.unread() == 0:
+                await asyncio.sleep(0.01)
+            hostile.renegotiate()
+            while not hostile.asked.is_set():
+                await asyncio.sleep(0.01)
+            calls = [measured(lambda: transport.max_offset(MQ_G)), measured(lambda: transport.max_offset(MQ_H)), big]
+            async with asyncio.timeout(NOT_HUNG):
+                return list(await asyncio.gather(*calls))
+        finally:
+            await transport.close()
+
+    (g_took, g_result), (h_took, h_result), (big_took, big_result) = run(scenario(), timeout=3 * NOT_HUNG)
+    assert g_result == 7 and g_took < TIMEOUT
+    assert isinstance(h_result, TransportError) and h_took < NOT_HUNG, (h_took, h_result)
+    assert isinstance(big_result, TransportError) and big_took < NOT_HUNG, (big_took, big_result)
+
+
+def test_the_asyncio_transport_refuses_a_renegotiation_too(
+    servers: tuple[RenegotiatingServer, ScriptedServer], certs: LabCertificates
+) -> None:
+    """The context is the threaded transport's (``OP_NO_RENEGOTIATION``): the request waiting on H fails when the
+    session ends, and the next call opens a new connection."""
+    hostile, healthy = servers
+
+    async def scenario() -> tuple[float, Any]:
+        transport = await async_transport(healthy, certs)
+        try:
+            assert await transport.max_offset(MQ_H) == 7
+            waiting = asyncio.create_task(measured(lambda: transport.min_offset(MQ_H)))  # H never answers it
+            while RequestCode.GET_MIN_OFFSET not in hostile.received:
+                await asyncio.sleep(0.01)
+            hostile.renegotiate()
+            ended = await waiting
+            assert await transport.max_offset(MQ_G) == 7
+            assert await transport.max_offset(MQ_H) == 7  # on a new connection
+            return ended
+        finally:
+            await transport.close()
+
+    took, result = run(scenario(), timeout=3 * NOT_HUNG)
+    assert hostile.refusal is not None and "NO_RENEGOTIATION" in hostile.refusal
+    assert isinstance(result, TransportError) and result.code == "UNAVAILABLE", result
+    assert f"connection to {hostile.address} failed" in str(result) and took < TIMEOUT, (took, result)
     assert hostile.accepted == 2
