@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -34,6 +35,7 @@ from rocket_rebalance.runtime.transport import (
     TopicConsumeStatus,
     TransportError,
 )
+from rocket_rebalance.runtime.transport.connection import Connection, Reactor
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 from rocket_rebalance.subscription import SQL92, SubscriptionExpression
 from tests.scripted_server import Handler, ScriptedServer
@@ -226,6 +228,36 @@ def test_an_unanswered_request_fails_at_its_deadline(serve: Callable[[Handler], 
         assert time.monotonic() - started < 5
     finally:
         transport.close()
+
+
+def test_an_answer_the_server_never_reads_closes_the_connection_at_the_timeout() -> None:
+    """An answer to the server's request has no deadline of its own; written to a server that stopped reading, it
+    blocks its thread (one of the few that answer every broker) in sendall, until the reader's sweep closes the
+    connection because the write took longer than the timeout, which makes the sendall fail."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)  # so the kernel's buffers fill fast
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    address = f"127.0.0.1:{listener.getsockname()[1]}"
+    reactor = Reactor()
+    ended: list[TransportError] = []
+    connection = Connection.open(address, 1.0, reactor, lambda c, r: None, lambda c, error: ended.append(error))
+    held, _ = listener.accept()  # and never read
+    answer = response_to(request(RequestCode.GET_CONSUMER_RUNNING_INFO), ResponseCode.SUCCESS, body=b"x" * (15 << 20))
+    writer = ThreadPoolExecutor(1)
+    try:
+        started = time.monotonic()
+        sending = writer.submit(connection.send, answer)
+        with pytest.raises(TransportError, match=f"write to {address} failed"):
+            sending.result(timeout=6)  # hung before: until the server closed
+        assert time.monotonic() - started < 6
+    finally:
+        connection.close()
+        reactor.close(5)
+        held.close()
+        listener.close()
+        writer.shutdown(wait=False)
+    assert ended and "a write to it did not finish in 1 s (the server is not reading)" in str(ended[0])
 
 
 def test_go_away_retires_the_connection_and_the_request_goes_again(

@@ -27,6 +27,18 @@ With TLS (:mod:`.tls`) the socket stays plain: the handshake is done in :meth:`C
 reader sees the socket, and then the reader decrypts what it reads and writers encrypt under the write lock.
 A server that closes a plaintext connection without a word may want TLS (RocketMQ's enforcing mode does that),
 so that end says to turn TLS on.
+
+The reader never waits for a writer. A writer holds its connection's write lock for as long as its ``sendall``
+takes, and that is forever when the server has stopped reading; a reader waiting for that lock would stop reading,
+and enforcing deadlines, for every connection of the pool (issue 37: a TLS 1.2 server that stopped reading and
+then asked to renegotiate froze every call to every server). Yet reading TLS may make records the session must
+send (an answer to the server's handshake message, an alert). So the reader sends them only when that waits on
+nothing: when the write lock is free, and then without blocking (``MSG_DONTWAIT``); whatever is left waits in the
+session, or in the connection's unsent bytes, and goes before the next writer's own records, or with the
+reader's next try at its sweep. The writer that is stuck is not waited for but ended by the reader's sweep,
+which closes the connection when a request is past its deadline, or a write (an answer to the server's request,
+which has no deadline of its own) has taken longer than the call timeout; the shutdown makes the ``sendall``
+return with an error. Closing waits on nothing either (the pending table's short lock, a shutdown, a close).
 """
 
 from __future__ import annotations
@@ -64,6 +76,7 @@ log = logging.getLogger("rocket_rebalance.runtime.remoting")
 Completion = Callable[[RemotingCommand | TransportError], None]
 
 _TICK = 0.1  # how often the reactor looks at the deadlines, in seconds
+_NO_WAIT = getattr(socket, "MSG_DONTWAIT", None)  # a send that never blocks (None on Windows: the next write sends)
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -401,14 +414,18 @@ class Connection(Multiplexer):
         on_request: Callable[[Connection, RemotingCommand], None],
         on_close: Callable[[Connection, TransportError], None],
         tls: TlsSession | None = None,
+        write_timeout: float = 5.0,
     ) -> None:
         super().__init__(address, tls is not None)
         self._tls = tls
+        self._write_timeout = write_timeout  # a write taking longer: the server has stopped reading
+        self._writing_since: float | None = None  # when the write under way began
         self.sock = sock
         self._reactor = reactor
         self._on_request = on_request
         self._on_close = on_close
         self._write_lock = threading.Lock()
+        self._unsent = b""  # TLS records the reader sent only in part, under the write lock: they go first
 
     @classmethod
     def open(
@@ -422,7 +439,8 @@ class Connection(Multiplexer):
         peer: str = "the server",
     ) -> Connection:
         """Connect to ``address`` within ``connect_timeout`` (the TLS handshake too, with ``tls``; ``peer`` names
-        the server in its errors) and hand the connection to ``reactor``."""
+        the server in its errors) and hand the connection to ``reactor``; a write may take as long (see
+        :meth:`expire`)."""
         try:
             sock = socket.create_connection(split_host_port(address), timeout=connect_timeout)
         except OSError as error:
@@ -436,7 +454,7 @@ class Connection(Multiplexer):
                 sock.close()
                 raise
         sock.settimeout(None)
-        connection = cls(address, sock, reactor, on_request, on_close, session)
+        connection = cls(address, sock, reactor, on_request, on_close, session, connect_timeout)
         try:
             reactor.add(connection)
         except TransportError:
@@ -465,16 +483,45 @@ class Connection(Multiplexer):
         self._send(encode(command))
 
     def _send(self, data: bytes) -> None:
-        """Write ``data`` whole (encrypted, with TLS: records leave in the order the session makes them, because
-        they are made under the write lock; b"" sends only what the session has of its own)."""
+        """Write ``data`` whole, blocking, after what the reader left unsent (encrypted, with TLS: records leave
+        in the order the session makes them, because they are made under the write lock, and the records the
+        session made while reading go first). Only writers call this: it may wait as long as the server does not
+        read, until the reader's sweep closes the connection."""
         with self._write_lock:
             if self._closed:
                 raise TransportError("connection closed", "UNAVAILABLE")
+            self._writing_since = time.monotonic()
             try:
+                if self._unsent:
+                    self.sock.sendall(self._unsent)
+                    self._unsent = b""
                 self.sock.sendall(data if self._tls is None else self._tls.encrypt(data))
             except OSError as error:  # ssl.SSLError included: the session is broken, like the socket
                 self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
                 raise TransportError(f"write to {self.address} failed: {error}", "UNAVAILABLE") from None
+            finally:
+                self._writing_since = None
+
+    def _send_now(self) -> None:
+        """On the reader: send what the session made while reading (and what an earlier try left), as far as that
+        waits on nothing (see the module docstring): not at all while a writer holds the lock (its write takes
+        these records first, or the sweep's next try does), and no more than the socket takes at once."""
+        if _NO_WAIT is None or not self._write_lock.acquire(blocking=False):
+            return
+        try:
+            if self._closed:
+                return
+            data = self._unsent + (b"" if self._tls is None else self._tls.encrypt(b""))
+            try:
+                sent = self.sock.send(data, _NO_WAIT) if data else 0
+            except BlockingIOError:  # the socket's buffer is full: the server is not reading
+                sent = 0
+            except OSError as error:  # ssl.SSLError included
+                self._close(TransportError(f"connection to {self.address} failed: {error}", "UNAVAILABLE"))
+                return
+            self._unsent = data[sent:]
+        finally:
+            self._write_lock.release()
 
     # ------------------------------------------------------------------ reading (on the reactor)
 
@@ -498,7 +545,8 @@ class Connection(Multiplexer):
 
     def _decrypted(self, chunk: bytes) -> bytes:
         """The plaintext ``chunk`` completes (see :meth:`TlsSession.decrypt`), b"" when none or when the session
-        ended (the connection is closed then); records the session made while reading are sent at once."""
+        ended (the connection is closed then); records the session made while reading are sent if that waits on
+        nothing (:meth:`_send_now`), else later."""
         assert self._tls is not None
         try:
             plain = self._tls.decrypt(chunk)
@@ -509,11 +557,26 @@ class Connection(Multiplexer):
             self._close(TransportError(f"TLS on the connection to {self.address} failed: {error}", "UNAVAILABLE"))
             return b""
         if self._tls.has_output:
-            try:
-                self._send(b"")
-            except TransportError:  # the connection is closed, and says why
-                return b""
-        return plain
+            self._send_now()
+        return b"" if self._closed else plain  # a failed send closed the connection, and said why
+
+    def expire(self, now: float) -> None:
+        """The reactor's sweep: requests past their deadline fail (see :meth:`Multiplexer.expire`); a write under
+        way for longer than the write timeout closes the connection, which ends it (a request's write is ended by
+        its deadline first; this one ends the answers to the server's requests, which have none, and whose thread
+        serves every broker); records the session still owes the server are tried again (see :meth:`_send_now`)."""
+        super().expire(now)
+        since = self._writing_since
+        if since is not None and now - since > self._write_timeout:
+            self._close(
+                TransportError(
+                    f"connection to {self.address} closed: a write to it did not finish in {self._write_timeout:g} s "
+                    "(the server is not reading)",
+                    "UNAVAILABLE",
+                )
+            )
+        elif self._unsent or (self._tls is not None and self._tls.has_output):
+            self._send_now()
 
     def _request_received(self, command: RemotingCommand) -> None:
         self._on_request(self, command)

@@ -8,6 +8,11 @@ the wording of every error. What differs is how waiting is done: a request's ans
 its deadline one of the loop's timers (``call_later``), cancelled when the answer comes; a request past its deadline
 fails with ``DEADLINE_EXCEEDED`` and closes the connection, as Java's client does.
 
+No reader here waits for a writer (issue 37 froze the threaded one so): a write is put in the loop transport's
+buffer at once, and only the request's caller awaits ``drain``; the records TLS makes while reading (asyncio's
+SSL protocol runs over memory buffers too) go to that buffer as well, and each connection has its own reader task.
+A server that stops reading only makes the buffer wait, until a request's deadline closes the connection.
+
 A request whose caller is cancelled while it waits keeps its place in the table until its answer comes, which is
 then dropped without a word (its future is cancelled already), or until its deadline; so a late answer neither
 breaks the connection nor is taken for an answer no request asked for.

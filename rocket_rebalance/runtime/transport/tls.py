@@ -13,6 +13,15 @@ serialises the two; nothing stays behind in the SSL layer and nothing waits on i
 The handshake is done before the connection is handed to the reader, blocking, within the call timeout. Its
 failures are one line each, saying what to change: a certificate that does not verify, a server that does not
 speak TLS, a server that wants TLS when it is off (told by :class:`~.connection.Connection`).
+
+The client refuses renegotiation (``ssl.OP_NO_RENEGOTIATION``; Python's default context allows it). RocketMQ
+never renegotiates, so a server that asks (a TLS 1.2 HelloRequest) is not a broker behaving as one, and a
+renegotiation would be a second handshake run by the reader in the middle of the traffic, with records to send
+while it reads (issue 37: that once froze the reader). Refused, OpenSSL answers the request with a
+``no_renegotiation`` warning alert and reads on; an OpenSSL server then ends the session with a fatal alert,
+which the reader reports as the end of that connection (a :class:`TransportError` to what waits on it; the next
+request opens a new one), nothing more. This is defence in depth, not the fix: the alert is still a record made
+while reading, and such records never make the reader wait (see :class:`~.connection.Connection`).
 """
 
 from __future__ import annotations
@@ -78,6 +87,7 @@ def tls_client(settings: TlsSettings) -> TlsClient:
     read and checked here, so a bad one fails now, in one line naming it (:class:`TlsConfigError`)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_RENEGOTIATION  # see the module docstring
     context.check_hostname = False  # brokers are reached by the IP they register; see TlsSettings
     if settings.verify:
         context.verify_mode = ssl.CERT_REQUIRED
@@ -183,7 +193,7 @@ class TlsSession:
         return b"".join(parts)
 
     def encrypt(self, data: bytes) -> bytes:
-        """``data`` as TLS records, after whatever the session had still to send (see :meth:`output`); the
+        """``data`` as TLS records, after whatever the session had still to send (see :attr:`has_output`); the
         caller writes the result under the connection's write lock, so records leave in the order made."""
         with self._lock:
             if data:
@@ -192,8 +202,9 @@ class TlsSession:
 
     @property
     def has_output(self) -> bool:
-        """Reading made records of the session's own to send (a TLS 1.3 key update's answer, say): the reader
-        sends them through :meth:`encrypt` with no data, under the write lock, like any other write."""
+        """Reading made records of the session's own to send (a TLS 1.3 key update's answer, an alert, say): they
+        leave through :meth:`encrypt`, with no data from the reader when the write lock is free, else before the
+        next writer's data (see :class:`~.connection.Connection`: the reader never waits for a writer)."""
         with self._lock:
             return self._outgoing.pending > 0
 
