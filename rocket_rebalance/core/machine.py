@@ -73,7 +73,8 @@ Locks and the fence
       ``dead_holder_grace``, emits ``ReleaseDeadHolders(b, those IDs, b's refused queues)``; the runtime fetches
       b's own list and unlocks the queues on behalf of each ID b does not list, back to back; on
       ``DeadHoldersChecked`` with releases the queues are locked again at once. At most one check per broker is
-      on the way; after one that released nothing the next waits four lock retries. An ID b still lists (alive,
+      on the way, and the next waits four lock retries, but after one that released, a refused queue it did not
+      name (a later batch) is checked at once. An ID b still lists (alive,
       or frozen: its connection stays open) is never unlocked, so its queues stay fenced. (b) *holder*: on
       ``BrokerConnectionLost(b)`` every queue of b is dropped without persisting (it may be released by someone
       else from now on; L5) and nothing is locked at b until ``rejoin_delay`` after a heartbeat to b sent after
@@ -388,7 +389,9 @@ class RebalanceCore:
         self._members_seen: dict[str, float | None] = {}
         self._epochs: dict[str, int] = {}  # broker -> connection losses seen (L9)
         self._rejoin_at: dict[str, float] = {}  # broker -> when locking there may resume after a loss (L9)
-        self._dead_checks: dict[str, float] = {}  # broker -> when its last ReleaseDeadHolders was sent (L9)
+        # L9: broker -> until when no check follows there, and the queues of the last one if it released (then a
+        # refused queue it did not name may be checked before)
+        self._dead_checks: dict[str, tuple[float, frozenset[MessageQueue]]] = {}
         self._dead_checks_open: set[str] = set()  # brokers whose ReleaseDeadHolders is on the way
         self._started = False
         self._shutting_down = False
@@ -977,8 +980,6 @@ class RebalanceCore:
         cfg = self.config
         if not cfg.recover_dead_holders or self._shutting_down or broker in self._dead_checks_open:
             return
-        if now < self._dead_checks.get(broker, -_NEVER):
-            return
         candidates = self._dead_holder_candidates(now)
         if not candidates:
             return
@@ -989,15 +990,19 @@ class RebalanceCore:
             and entry.state is QueueState.LOCK_WAIT
             and entry.refused_since is not None
         ]
+        until, released = self._dead_checks.get(broker, (-_NEVER, frozenset()))
+        if now < until and not (released and set(refused) - released):
+            return  # the holder is alive, one we cannot name, or (refused again after a release) listed
         self._dead_checks_open.add(broker)
         self._emit(ReleaseDeadHolders(broker, candidates, tuple(sort_queues(refused))))
 
     def _on_dead_holders_checked(self, event: DeadHoldersChecked, now: float) -> None:
-        """After a release, the next refusal may check again at once (another missing member may hold others);
-        after none, not before the dead-holder backoff: the holder is alive, or one we cannot name."""
+        """The next check waits the dead-holder backoff, but after a release a refused queue it did not name may be
+        checked at once (a missing member may hold it). Its own queues, refused again after a release, are held
+        by someone b lists, or one we cannot name: checked again at once, they would loop at the broker's pace."""
         self._dead_checks_open.discard(event.broker_name)
-        backoff = 0.0 if event.released else _DEAD_CHECK_BACKOFF * self.config.lock_retry_interval
-        self._dead_checks[event.broker_name] = now + backoff
+        released = event.queues if event.released else frozenset()
+        self._dead_checks[event.broker_name] = (now + _DEAD_CHECK_BACKOFF * self.config.lock_retry_interval, released)
         if not event.released:
             return
         for mq in sort_queues(event.queues):

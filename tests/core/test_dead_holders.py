@@ -81,6 +81,20 @@ def test_every_refused_queue_of_the_broker_is_checked_and_a_release_allows_anoth
     assert again.client_ids == (GONE,)
 
 
+def test_queues_refused_again_after_a_release_are_not_checked_again_at_once() -> None:
+    """The member released held none of them (someone b lists does): checking again at once would repeat the list,
+    the unlock and the lock at the broker's pace for as long as that holder keeps them."""
+    d = _orphaned()
+    relock = only(d(Tick(), at=10.5), LockQueues)
+    [check] = only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    [again] = only(d(DeadHoldersChecked("b0", frozenset(check.queues), frozenset({GONE}))), LockQueues)
+    assert not only(d(LockResult(frozenset(again.queues), frozenset(), again.epoch)), ReleaseDeadHolders)
+    relock = only(d(Tick(), at=11.0), LockQueues)
+    assert not only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    relock = only(d(Tick(), at=12.5), LockQueues)  # four lock retries after the check
+    assert only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+
+
 def test_one_check_per_broker_is_on_the_way() -> None:
     d = _orphaned()
     relock = only(d(Tick(), at=10.5), LockQueues)
