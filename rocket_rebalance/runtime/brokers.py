@@ -132,8 +132,10 @@ class Brokers:
     def lock(self, broker: str, queues: tuple[MessageQueue, ...], epoch: int) -> None:
         self._io_call(f"lock at {broker}", self._lock_steps(broker, queues, epoch))
 
-    def release_dead_holders(self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...]) -> None:
-        self._io_call(DEAD_HOLDERS_KIND, self._release_dead_holders(broker, holders, queues))
+    def release_dead_holders(
+        self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...], request: int, deadline: float
+    ) -> None:
+        self._io_call(DEAD_HOLDERS_KIND, self._release_dead_holders(broker, holders, queues, request))
 
     def unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> None:
         self._io_call(f"unlock at {broker}", self._unlock(broker, queues))
@@ -355,7 +357,7 @@ class Brokers:
         return LockResult(frozenset(queues), frozenset(granted), epoch)
 
     def _release_dead_holders(
-        self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...]
+        self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...], request: int
     ) -> Steps[Event]:
         """Core rule L9: ask the broker whom it lists, and release the locks of ``queues`` held by each of
         ``holders`` it does not list, at once. A list that took longer than :data:`DEAD_HOLDER_WINDOW` to come
@@ -368,10 +370,10 @@ class Brokers:
             listed = set((yield from call(Transport.consumer_list, broker, group)))
         except TransportError as error:
             service.health.failed(DEAD_HOLDERS_KIND, error, at=broker)
-            return DeadHoldersChecked(broker, frozenset(queues))
+            return DeadHoldersChecked(broker, request, frozenset(queues))
         if time.monotonic() - asked > DEAD_HOLDER_WINDOW:
             log.info("member list of %s came after %.1f s: no locks released on its word", broker, DEAD_HOLDER_WINDOW)
-            return DeadHoldersChecked(broker, frozenset(queues))
+            return DeadHoldersChecked(broker, request, frozenset(queues))
         released: set[str] = set()
         failure: TransportError | None = None
         for holder in holders:
@@ -396,7 +398,7 @@ class Brokers:
                 broker,
                 first_few(queues),
             )
-        return DeadHoldersChecked(broker, frozenset(queues), frozenset(released))
+        return DeadHoldersChecked(broker, request, frozenset(queues), frozenset(released))
 
     def _unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Steps[Event]:
         service = self._service
