@@ -85,11 +85,16 @@ class LockQueues(Action):
 class ReleaseDeadHolders(Action):
     """L9: fetch the broker's own member list of the group and, for each of ``client_ids`` it does not list, unlock
     ``queues`` on that client's behalf (UNLOCK_BATCH_MQ names the client whose locks go), back to back, so the
-    decision rests on the broker's present view. Answer with ``DeadHoldersChecked``."""
+    decision rests on the broker's present view. Everything by ``deadline`` (the core's clock): a list that comes
+    later releases nothing, no unlock is sent after it, and an unlock not answered by then (failed, timed out or
+    answered late) is *in doubt*: it may land at any later time. Answer with ``DeadHoldersChecked``, echoing
+    ``request_id``."""
 
     broker_name: str
     client_ids: tuple[str, ...]
     queues: tuple[MessageQueue, ...]
+    request_id: int
+    deadline: float
 
 
 @dataclass(frozen=True, slots=True)

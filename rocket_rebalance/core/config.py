@@ -51,8 +51,10 @@ class RebalanceConfig:
     broker no longer lists, once it has been missing from the member lists for ``dead_holder_grace``, so a killed
     consumer's queues are consumed again within seconds instead of the broker's lock lifetime; its other half,
     ``rejoin_delay``, keeps this consumer from locking at a broker it lost touch with until that long after its
-    next heartbeat there succeeded, so a peer's release decided while we were missing lands first. Off: a killed
-    holder's queues wait for the broker's lock lifetime, as Java's orderly consumers do.
+    next heartbeat there succeeded, so a peer's release decided while we were missing lands first; for that, a
+    release counts only when the member list and every unlock of it were answered within ``dead_holder_window`` of
+    asking, which must be shorter than ``rejoin_delay``. Off: a killed holder's queues wait for the broker's lock
+    lifetime, as Java's orderly consumers do.
     ``confirm_revoke`` (ours; set by a consumer given a rebalance listener; rule L10) inserts a step into every
     release: once none of the queue's messages is handed out any more, ``RevokeQueues`` asks the runtime to call the
     application's ``on_queues_revoked``, and the final offset is persisted and the lock released only after it
@@ -86,6 +88,7 @@ class RebalanceConfig:
     recover_dead_holders: bool = True
     dead_holder_grace: float = 0.5
     rejoin_delay: float = 2.0
+    dead_holder_window: float = 1.0
     confirm_revoke: bool = False
     revoke_timeout: float = 15.0
 
@@ -95,7 +98,7 @@ class RebalanceConfig:
         if not self.client_id:
             raise ValueError("client_id is empty")
         for f in fields(self):
-            if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout", "_grace", "_delay")):
+            if f.name.endswith(("_interval", "_lifetime", "_expiry", "_timeout", "_grace", "_delay", "_window")):
                 check_duration(f.name, getattr(self, f.name))
         attempts = self.handover_persist_attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
@@ -104,6 +107,11 @@ class RebalanceConfig:
             raise ValueError(
                 "client_lock_lifetime must be shorter than broker_lock_lifetime, else an owner that lost touch "
                 "could still consume after the broker handed its lock to another consumer"
+            )
+        if self.dead_holder_window >= self.rejoin_delay:
+            raise ValueError(
+                "dead_holder_window must be shorter than rejoin_delay, else a release of a member's locks decided "
+                "before it came back could land after it locked its queues again (core rule L9)"
             )
         if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and self.consume_timestamp_ms is None:
             raise ValueError(

@@ -124,11 +124,14 @@ class BrokerRegistered(Event):
 @dataclass(frozen=True, slots=True)
 class DeadHoldersChecked(Event):
     """The answer to ``ReleaseDeadHolders``: whose locks of ``queues`` were released (``released``: the client
-    IDs the broker did not list; empty when it listed them all, or on error)."""
+    IDs the broker did not list whose unlock was answered by the deadline; empty when it listed them all, or on
+    error) and whose unlock was sent and not answered by then (``in_doubt``: it may still land)."""
 
     broker_name: str
+    request_id: int
     queues: frozenset[MessageQueue]
     released: frozenset[str] = frozenset()
+    in_doubt: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

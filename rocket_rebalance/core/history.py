@@ -71,6 +71,7 @@ class Failure:
     NOT_PULLED = "queue not pulled"
     RELEASING = "queue still being released"
     WANTED_BACK = "queue released and wanted back"
+    RELEASE_IN_DOUBT = "release of a gone member's locks in doubt"
 
 
 @dataclass

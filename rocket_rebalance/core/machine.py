@@ -70,19 +70,35 @@ Locks and the fence
       member from its list when the member's connection closes (a killed process) or idles out (120 s), but
       keeps its locks for its lock lifetime (60 s). So: (a) *new owner*: a queue of broker b allocated to us
       whose lock b refuses, while some client ID we saw listed has been missing from every member list since for
-      ``dead_holder_grace``, emits ``ReleaseDeadHolders(b, those IDs, b's refused queues)``; the runtime fetches
-      b's own list and unlocks the queues on behalf of each ID b does not list, back to back; on
-      ``DeadHoldersChecked`` with releases the queues are locked again at once. At most one check per broker is
-      on the way; after one that released nothing the next waits four lock retries. An ID b still lists (alive,
-      or frozen: its connection stays open) is never unlocked, so its queues stay fenced. (b) *holder*: on
-      ``BrokerConnectionLost(b)`` every queue of b is dropped without persisting (it may be released by someone
-      else from now on; L5) and nothing is locked at b until ``rejoin_delay`` after a heartbeat to b sent after
-      that loss succeeded (``BrokerRegistered`` of the same epoch), so a release a peer decided from a list
-      without us lands before we lock again; lock answers to requests sent before the loss (an older epoch)
-      are ignored. Together: when b releases a member's locks, that member had stopped handing out b's
-      messages when b dropped it (at least ``dead_holder_grace`` earlier), and re-locks only after every such
-      release, so no two consumers hand out one queue's messages at once; offsets stay monotonic (O1-O3, L5).
-      A holder we never saw listed (it died before we joined) is not known, and its locks lapse on their own.
+      ``dead_holder_grace``, emits ``ReleaseDeadHolders(b, those IDs, b's refused queues, deadline)``, the
+      deadline ``dead_holder_window`` (W, 1 s) from now; the runtime fetches b's own list and unlocks the queues
+      on behalf of each ID b does not list, back to back, sending nothing after the deadline. An unlock answered
+      by the deadline is *released*; one sent and not answered by then (failed, timed out, answered late) is *in
+      doubt*. The check's queues are not locked while it is on the way; after ``DeadHoldersChecked`` with
+      releases and none in doubt they are locked again at once. At most one check per broker is on the way, and
+      the next waits four lock retries, but after one that released, a refused queue it did not name (a later
+      batch) is checked at once. An ID b still lists (alive, or frozen: its connection stays open) is never
+      unlocked, so its queues stay fenced. (b) *holder*: on ``BrokerConnectionLost(b)`` every queue of b is
+      dropped without persisting (it may be released by someone else from now on; L5) and nothing is locked at b
+      until ``rejoin_delay`` after a heartbeat to b sent after that loss succeeded (``BrokerRegistered`` of the
+      same epoch); lock answers to requests sent before the loss (an older epoch) are ignored. (c) *timing*: a
+      client cannot bound when b carries out a request (b runs them on thread pools), only how long it waits for
+      the answer, and an answer proves the request was carried out before it. A released unlock was carried out
+      before t0 + W (t0: the check's emission, before b read its list); a member b did not list then registers
+      there again after that, and locks only ``rejoin_delay`` after that registration's answer: after every
+      released unlock, since W < ``rejoin_delay`` (the config requires it; a second lock by the holder later
+      would only lengthen its delay). An unlock in doubt may be carried out at any time, also after its holder
+      came back and locked again, freeing that fresh lock: once a check is known in doubt (answered so, or
+      unanswered ``request_timeout`` after its deadline, or b's connection lost meanwhile) we neither lock its
+      queues nor keep a grant of them for ``broker_lock_lifetime``, as long as the holder's own lock would have
+      kept them without L9. Together: when b releases a member's locks, that member had stopped handing out b's
+      messages when b dropped it (at least ``dead_holder_grace`` earlier), and re-locks only after every released
+      unlock, so no two consumers hand out one queue's messages at once; offsets stay monotonic (O1-O3, L5).
+      What remains needs the broker (UNLOCK_BATCH_MQ names a client ID, not one grant of a lock): an unlock in
+      doubt carried out after its holder locked again lets a consumer whose allocation still misses the holder's
+      return (another one, or we after the lifetime) lock the queue beside it until the holder's next renewal is
+      refused (L2); the runtime reports every unlock in doubt at ERROR. A holder we never saw listed (it died
+      before we joined) is not known, and its locks lapse on their own.
   L10. Revoke before release (``confirm_revoke``: the consumer has a rebalance listener). A started queue being
       released goes from its drain (L3: nothing of it handed out any more, or the drain's bound passed) to
       ``REVOKING``: ``RevokeQueues`` (one action for the queues of one ``handle`` call) asks the runtime to call
@@ -366,6 +382,16 @@ class _Entry:
     release_offset: int | None = None  # O2: the offset the release freezes at, once revoked (L10)
 
 
+@dataclass(frozen=True)
+class _DeadCheck:
+    """A ``ReleaseDeadHolders`` on its way (L9): its queues are not locked until it is answered, or known in doubt
+    at ``answer_by``."""
+
+    request_id: int
+    queues: frozenset[MessageQueue]
+    answer_by: float
+
+
 class RebalanceCore:
     """One consumer's rebalance engine (see the module rules). Not thread-safe: the runtime serialises calls.
 
@@ -388,8 +414,11 @@ class RebalanceCore:
         self._members_seen: dict[str, float | None] = {}
         self._epochs: dict[str, int] = {}  # broker -> connection losses seen (L9)
         self._rejoin_at: dict[str, float] = {}  # broker -> when locking there may resume after a loss (L9)
-        self._dead_checks: dict[str, float] = {}  # broker -> when its last ReleaseDeadHolders was sent (L9)
-        self._dead_checks_open: set[str] = set()  # brokers whose ReleaseDeadHolders is on the way
+        # L9: broker -> until when no check follows there, and the queues of the last one if it released (then a
+        # refused queue it did not name may be checked before)
+        self._dead_checks: dict[str, tuple[float, frozenset[MessageQueue]]] = {}
+        self._dead_checks_open: dict[str, _DeadCheck] = {}  # broker -> its ReleaseDeadHolders on the way (L9)
+        self._releases_in_doubt: dict[MessageQueue, float] = {}  # mq -> until when it is not locked (L9 (c))
         self._started = False
         self._shutting_down = False
         self._shutdown_done = False
@@ -596,6 +625,7 @@ class RebalanceCore:
             elif self._started and self._round_requested_at != _NEVER:
                 times.append(max(self._round_requested_at, self._last_round_at + self.config.rebalance_min_interval))
         times.extend(self._unlocking.values())
+        times.extend(check.answer_by for check in self._dead_checks_open.values())
         for entry in self._entries.values():
             times.append(entry.deadline)
             if entry.holds_lock:
@@ -799,6 +829,11 @@ class RebalanceCore:
             self._move(entry, "lock deferred")
             entry.deadline = rejoin
             return
+        held = self._dead_holder_hold(entry.mq, now)
+        if now < held:  # L9 (c): a release of it is on the way, or in doubt
+            self._move(entry, "lock deferred")
+            entry.deadline = held
+            return
         self._move(entry, "lock sent")
         entry.deadline = now + self.config.request_timeout
         self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
@@ -894,6 +929,10 @@ class RebalanceCore:
                 if granted:  # a late grant for a queue we no longer want: give it back
                     self._send_unlock(mq, now)
                 continue
+            if granted and entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
+                if now < self._dead_holder_hold(mq, now):  # L9 (c): the grant may stand beside a holder's
+                    self._send_unlock(mq, now)
+                    continue
             if granted:
                 entry.holds_lock = True
                 entry.refused_since = None
@@ -977,8 +1016,6 @@ class RebalanceCore:
         cfg = self.config
         if not cfg.recover_dead_holders or self._shutting_down or broker in self._dead_checks_open:
             return
-        if now < self._dead_checks.get(broker, -_NEVER):
-            return
         candidates = self._dead_holder_candidates(now)
         if not candidates:
             return
@@ -988,29 +1025,63 @@ class RebalanceCore:
             if entry.mq.broker_name == broker
             and entry.state is QueueState.LOCK_WAIT
             and entry.refused_since is not None
+            and now >= self._releases_in_doubt.get(entry.mq, -_NEVER)
         ]
-        self._dead_checks_open.add(broker)
-        self._emit(ReleaseDeadHolders(broker, candidates, tuple(sort_queues(refused))))
+        until, released = self._dead_checks.get(broker, (-_NEVER, frozenset()))
+        if not refused or (now < until and not (released and set(refused) - released)):
+            return  # the holder is alive, one we cannot name, or (refused again after a release) listed
+        request_id = self._new_request_id()
+        deadline = now + cfg.dead_holder_window
+        self._dead_checks_open[broker] = _DeadCheck(request_id, frozenset(refused), deadline + cfg.request_timeout)
+        self._emit(ReleaseDeadHolders(broker, candidates, tuple(sort_queues(refused)), request_id, deadline))
+
+    def _dead_holder_hold(self, mq: MessageQueue, now: float) -> float:
+        """L9 (c): until when ``mq`` is not locked: while a check naming it is on the way, and for the broker's lock
+        lifetime after one was in doubt (-inf: no hold)."""
+        check = self._dead_checks_open.get(mq.broker_name)
+        on_the_way = check.answer_by if check is not None and mq in check.queues else -_NEVER
+        return max(on_the_way, self._releases_in_doubt.get(mq, -_NEVER))
 
     def _on_dead_holders_checked(self, event: DeadHoldersChecked, now: float) -> None:
-        """After a release, the next refusal may check again at once (another missing member may hold others);
-        after none, not before the dead-holder backoff: the holder is alive, or one we cannot name."""
-        self._dead_checks_open.discard(event.broker_name)
-        backoff = 0.0 if event.released else _DEAD_CHECK_BACKOFF * self.config.lock_retry_interval
-        self._dead_checks[event.broker_name] = now + backoff
-        if not event.released:
+        """The next check waits the dead-holder backoff, but after a release a refused queue it did not name may be
+        checked at once (a missing member may hold it). Its own queues, refused again after a release, are held
+        by someone b lists, or one we cannot name: checked again at once, they would loop at the broker's pace. An
+        answer to a check already given up (in doubt, L9 (c)) changes nothing."""
+        broker = event.broker_name
+        check = self._dead_checks_open.get(broker)
+        if check is None or check.request_id != event.request_id:
             return
-        for mq in sort_queues(event.queues):
+        del self._dead_checks_open[broker]
+        if event.in_doubt:
+            self._release_in_doubt(broker, check, now, f"unlock of {', '.join(sorted(event.in_doubt))} unanswered")
+        released = bool(event.released) and not event.in_doubt
+        backoff = now + _DEAD_CHECK_BACKOFF * self.config.lock_retry_interval
+        self._dead_checks[broker] = (backoff, check.queues if released else frozenset())
+        for mq in sort_queues(check.queues):
             entry = self._entries.get(mq)
-            if entry is not None and entry.state is QueueState.LOCK_WAIT:
-                self._send_lock(entry, now)
+            if entry is None or entry.state is not QueueState.LOCK_WAIT:
+                continue
+            if released:
+                self._send_lock(entry, now)  # at once: its lock is free
+            else:  # the retry, which the hold had put off (or the hold of a release in doubt)
+                entry.deadline = min(entry.deadline, now + self.config.lock_retry_interval)
+
+    def _release_in_doubt(self, broker: str, check: _DeadCheck, now: float, why: str) -> None:
+        """L9 (c): an unlock of the check's queues may be carried out at any time: none of them is locked for the
+        broker's lock lifetime (forgotten at a tick after that)."""
+        until = now + self.config.broker_lock_lifetime
+        for mq in check.queues:
+            self._releases_in_doubt[mq] = max(until, self._releases_in_doubt.get(mq, -_NEVER))
+        self.history.problem(f"release at {broker} in doubt: {why}", Failure.RELEASE_IN_DOUBT)
 
     def _on_connection_lost(self, event: BrokerConnectionLost, now: float) -> None:
         broker = event.broker_name
         if event.epoch <= self._epochs.get(broker, 0):
             return
         self._epochs[broker] = event.epoch
-        self._dead_checks_open.discard(broker)  # its answer may never come; the next refusal checks again
+        check = self._dead_checks_open.pop(broker, None)
+        if check is not None:  # its unlocks may have been sent on the lost connection; its answer may never come
+            self._release_in_doubt(broker, check, now, "connection lost")
         if not self.config.uses_locks:
             return
         self._rejoin_at[broker] = _NEVER
@@ -1283,6 +1354,11 @@ class RebalanceCore:
         if now >= self._next_lock_all_at:
             self._lock_all(now)
             self._next_lock_all_at = now + cfg.lock_all_interval
+        for broker, check in [(b, c) for b, c in self._dead_checks_open.items() if now >= c.answer_by]:
+            del self._dead_checks_open[broker]
+            self._release_in_doubt(broker, check, now, "no answer in time")
+        for mq in [mq for mq, until in self._releases_in_doubt.items() if now >= until]:
+            del self._releases_in_doubt[mq]
         for mq in [mq for mq, deadline in self._unlocking.items() if now >= deadline]:
             del self._unlocking[mq]
             entry = self._entries.get(mq)

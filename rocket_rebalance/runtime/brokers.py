@@ -51,7 +51,7 @@ from rocket_rebalance.runtime.offset_store import (
     read_steps,
 )
 from rocket_rebalance.runtime.service import Pool, Service
-from rocket_rebalance.runtime.settings import MemberListTooLongError, SubscriptionMismatchError
+from rocket_rebalance.runtime.settings import MemberListTooLongError, ReleaseInDoubtError, SubscriptionMismatchError
 from rocket_rebalance.runtime.steps import Steps, call
 from rocket_rebalance.runtime.transport import (
     GroupRegistration,
@@ -61,15 +61,13 @@ from rocket_rebalance.runtime.transport import (
 )
 from rocket_rebalance.subscription import SubscriptionExpression
 
-__all__ = ["DEAD_HOLDERS_KIND", "DEAD_HOLDER_WINDOW", "Brokers"]
+__all__ = ["DEAD_HOLDERS_IN_DOUBT_KIND", "DEAD_HOLDERS_KIND", "Brokers"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
 NOTIFICATIONS_UNEXPECTED = "notifications: unexpected error"
 DEAD_HOLDERS_KIND = "release of a gone member's locks"
-DEAD_HOLDER_WINDOW = 1.0
-"""Seconds within which a broker's member list must come for the locks of members it does not list to be
-released on its word (core rule L9); the ``rejoin_delay`` a member waits after registering again is longer."""
+DEAD_HOLDERS_IN_DOUBT_KIND = "release of a gone member's locks: unlock in doubt"
 
 
 class Brokers:
@@ -132,8 +130,10 @@ class Brokers:
     def lock(self, broker: str, queues: tuple[MessageQueue, ...], epoch: int) -> None:
         self._io_call(f"lock at {broker}", self._lock_steps(broker, queues, epoch))
 
-    def release_dead_holders(self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...]) -> None:
-        self._io_call(DEAD_HOLDERS_KIND, self._release_dead_holders(broker, holders, queues))
+    def release_dead_holders(
+        self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...], request: int, deadline: float
+    ) -> None:
+        self._io_call(DEAD_HOLDERS_KIND, self._release_dead_holders(broker, holders, queues, request, deadline))
 
     def unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> None:
         self._io_call(f"unlock at {broker}", self._unlock(broker, queues))
@@ -355,38 +355,51 @@ class Brokers:
         return LockResult(frozenset(queues), frozenset(granted), epoch)
 
     def _release_dead_holders(
-        self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...]
+        self, broker: str, holders: tuple[str, ...], queues: tuple[MessageQueue, ...], request: int, deadline: float
     ) -> Steps[Event]:
         """Core rule L9: ask the broker whom it lists, and release the locks of ``queues`` held by each of
-        ``holders`` it does not list, at once. A list that took longer than :data:`DEAD_HOLDER_WINDOW` to come
-        is not acted on: the decision must rest on the broker's present view, and a holder that registered again
-        meanwhile waits only its ``rejoin_delay`` before it locks."""
+        ``holders`` it does not list, at once, all by ``deadline`` (``time.monotonic()``, the core's clock): a list
+        that comes later is not acted on, no unlock is sent after it, and an unlock not answered by then is in
+        doubt. The deadline is what makes a release safe: a holder that registered again after the list was read
+        locks only its ``rejoin_delay`` later, after every unlock answered by the deadline was carried out; an
+        unlock unanswered by then may be carried out any time later, also after the holder locked again, which
+        the core guards against (rule L9 (c)) and is reported here at ERROR."""
         service = self._service
         group = service.config.consumer_group
-        asked = time.monotonic()
+        nothing = DeadHoldersChecked(broker, request, frozenset(queues))
+        if time.monotonic() >= deadline:
+            log.info("release at %s not begun before its deadline: no locks released", broker)
+            return nothing
         try:
             listed = set((yield from call(Transport.consumer_list, broker, group)))
         except TransportError as error:
             service.health.failed(DEAD_HOLDERS_KIND, error, at=broker)
-            return DeadHoldersChecked(broker, frozenset(queues))
-        if time.monotonic() - asked > DEAD_HOLDER_WINDOW:
-            log.info("member list of %s came after %.1f s: no locks released on its word", broker, DEAD_HOLDER_WINDOW)
-            return DeadHoldersChecked(broker, frozenset(queues))
+            return nothing
+        if time.monotonic() > deadline:
+            log.info("member list of %s came after the release's deadline: no locks released on its word", broker)
+            return nothing
         released: set[str] = set()
-        failure: TransportError | None = None
+        in_doubt: dict[str, str] = {}  # holder -> why its unlock is in doubt
         for holder in holders:
             if holder in listed or holder == service.config.client_id:
                 continue
+            if time.monotonic() >= deadline:
+                log.info("release at %s: its deadline passed before the unlock of %s was sent", broker, holder)
+                break
             try:
                 yield from call(Transport.unlock, broker, group, holder, queues)
             except TransportError as error:
-                failure = error
+                in_doubt[holder] = str(error)
+                continue
+            if time.monotonic() > deadline:
+                in_doubt[holder] = "answered after the release's deadline"
                 continue
             released.add(holder)
-        if failure is None:
-            service.health.ok(DEAD_HOLDERS_KIND, at=broker)
-        else:  # reported once, and not cleared by the same check's other releases
-            service.health.failed(DEAD_HOLDERS_KIND, failure, at=broker)
+        service.health.ok(DEAD_HOLDERS_KIND, at=broker)
+        if in_doubt:
+            self._report_in_doubt(broker, queues, in_doubt)
+        elif released:  # the broker carries out releases in time again
+            service.health.ok(DEAD_HOLDERS_IN_DOUBT_KIND, at=broker)
         if released:
             log.warning(
                 "released the locks %s held on %d queue(s) of %s (%s): it is no longer a member there, so it "
@@ -396,7 +409,21 @@ class Brokers:
                 broker,
                 first_few(queues),
             )
-        return DeadHoldersChecked(broker, frozenset(queues), frozenset(released))
+        return DeadHoldersChecked(broker, request, frozenset(queues), frozenset(released), frozenset(in_doubt))
+
+    def _report_in_doubt(self, broker: str, queues: Sequence[MessageQueue], in_doubt: Mapping[str, str]) -> None:
+        """Core rule L9 (c)'s remainder, said at ERROR (a kind of its own, so a failed list logged just before
+        cannot keep it out of the log): an unlock on a gone member's behalf that may be carried out after the
+        member came back and locked its queues again. Cleared by the next release at that broker answered in
+        time."""
+        for holder, why in sorted(in_doubt.items()):
+            error = ReleaseInDoubtError(
+                f"the unlock of {holder}'s locks on {len(queues)} queue(s) of {broker} ({first_few(queues)}) was not "
+                f"answered in time ({why}): if {broker} carries it out after {holder} registered again and locked "
+                f"them again, another consumer may consume them beside it until its next lock renewal is refused; "
+                f"this consumer does not lock them for the broker's lock lifetime"
+            )
+            self._service.health.failed(DEAD_HOLDERS_IN_DOUBT_KIND, error, logging.ERROR, at=broker)
 
     def _unlock(self, broker: str, queues: tuple[MessageQueue, ...]) -> Steps[Event]:
         service = self._service

@@ -309,8 +309,10 @@ class Driver(ABC):
                 brokers.send_heartbeat(topics)
             case LockQueues(broker_name=broker, queues=queues, epoch=epoch):
                 brokers.lock(broker, queues, epoch)
-            case ReleaseDeadHolders(broker_name=broker, client_ids=holders, queues=queues):
-                brokers.release_dead_holders(broker, holders, queues)
+            case ReleaseDeadHolders(
+                broker_name=broker, client_ids=holders, queues=queues, request_id=request, deadline=deadline
+            ):
+                brokers.release_dead_holders(broker, holders, queues, request, deadline)
             case UnlockQueues(broker_name=broker, queues=queues):
                 brokers.unlock(broker, queues)
             case ReadOffset(mq=mq, request_id=request):

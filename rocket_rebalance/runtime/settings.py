@@ -33,6 +33,7 @@ __all__ = [
     "QueueListener",
     "QueueNotAssignedError",
     "RebalanceListenerError",
+    "ReleaseInDoubtError",
     "SeekOffsetError",
     "SubscriptionMismatchError",
     "UnreadableBodyError",
@@ -84,6 +85,11 @@ class HandoverStuckError(Exception):
 
 class HandoverWithoutOffsetError(Exception):
     """A queue was handed over without its offset (core rule L8): reported under ``persist offsets``, at ERROR."""
+
+
+class ReleaseInDoubtError(Exception):
+    """An unlock on a gone member's behalf was not answered by its deadline (core rule L9 (c)): the broker may
+    carry it out later, after the member came back; given to ``on_error``, at ERROR."""
 
 
 class SubscriptionMismatchError(Exception):

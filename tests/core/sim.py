@@ -6,6 +6,11 @@ would: local ones (start, stop, drop, listener, wake-up) at once, remote ones (r
 offsets) as pending requests that the test delivers, fails or lets expire in any order it likes. Requests older
 than ``request_timeout`` expire unanswered when time passes, as an RPC deadline would, so a late write never
 lands after its sender gave up on it.
+
+The release of a gone holder's locks (core rule L9) is the exception the sim can make: with ``delayed_unlocks``
+its member list is read when the request is delivered, but each unlock on a gone holder's behalf is on its way of
+its own and lands when the test says (``land``), and with ``late_unlocks`` also after its sender stopped waiting
+for it (a broker that processes a queued request late), which no RPC deadline prevents.
 """
 
 from __future__ import annotations
@@ -160,6 +165,28 @@ class Request:
 
 
 @dataclass
+class Release:
+    """A ``ReleaseDeadHolders`` whose member list the broker has read (L9): its unlocks, one per gone holder, are
+    on their way. The releaser's runtime counts an unlock answered by ``deadline`` as released; one not answered by
+    then leaves the release in doubt (it may still land: ``late_unlocks``)."""
+
+    client: SimConsumer
+    action: ReleaseDeadHolders
+    deadline: float
+    waiting: set[str]  # holders whose unlock has not landed yet
+    released: set[str] = field(default_factory=set)
+    answered: bool = False  # DeadHoldersChecked is given
+
+
+@dataclass
+class Unlock:
+    """One UNLOCK_BATCH_MQ a release sent on ``holder``'s behalf, not yet carried out by the broker."""
+
+    release: Release
+    holder: str
+
+
+@dataclass
 class SimConsumer:
     """One consumer process: its core plus the runtime-side state of its queues."""
 
@@ -273,9 +300,19 @@ class Sim:
     """The broker, the consumers and the clock; methods are the moves a test (or hypothesis) makes."""
 
     def __init__(
-        self, routes: dict[str, Sequence[MessageQueue]], lock_lifetime: float = 60.0, keeps_locks: bool = False
+        self,
+        routes: dict[str, Sequence[MessageQueue]],
+        lock_lifetime: float = 60.0,
+        keeps_locks: bool = False,
+        delayed_unlocks: bool = False,
+        late_unlocks: bool = False,
     ) -> None:
         self.broker = Broker(routes, lock_lifetime, keeps_locks)
+        self.delayed_unlocks = delayed_unlocks  # a release's unlocks land when the test says, not with its list
+        self.late_unlocks = late_unlocks  # ... and may land after their sender's deadline (else they never do)
+        self.releases: list[Release] = []  # releases (L9) whose unlocks are on their way, not yet answered
+        self.unlocks: list[Unlock] = []  # unlocks on a gone holder's behalf on their way to the broker
+        self.in_doubt: list[tuple[float, str, str, frozenset[MessageQueue]]] = []  # (when, releaser, holder, queues)
         self.now = 0.0
         self.consumers: list[SimConsumer] = []
         self.pending: list[Request] = []
@@ -413,10 +450,7 @@ class Sim:
             granted = frozenset() if fail else broker.lock(cid, action.queues, now)
             return [LockResult(frozenset(action.queues), granted, action.epoch)]
         if isinstance(action, ReleaseDeadHolders):
-            gone = frozenset() if fail else frozenset(c for c in action.client_ids if c not in broker.registered)
-            for holder in gone:
-                broker.unlock(holder, action.queues)
-            return [DeadHoldersChecked(action.broker_name, frozenset(action.queues), gone)]
+            return self._release(request, fail)
         if isinstance(action, UnlockQueues):
             if not fail:
                 broker.unlock(cid, action.queues)
@@ -442,6 +476,58 @@ class Sim:
             return [OffsetsPersisted(dict(action.offsets))]
         raise AssertionError(f"not a request: {action!r}")  # pragma: no cover
 
+    def _release(self, request: Request, fail: bool) -> list[Event]:
+        """The broker reads its member list now; each gone holder's unlock is sent and lands now, or (with
+        ``delayed_unlocks``) when the test lands it: the answer waits for them, or for the release's deadline
+        (the runtime's: a list that comes after it releases nothing)."""
+        action = request.action
+        assert isinstance(action, ReleaseDeadHolders)
+        nothing = DeadHoldersChecked(action.broker_name, action.request_id, frozenset(action.queues))
+        if fail or self.now > action.deadline:
+            return [nothing]
+        gone = sorted(c for c in action.client_ids if c not in self.broker.registered)
+        if not gone:
+            return [nothing]
+        release = Release(request.client, action, action.deadline, set(gone))
+        self.releases.append(release)
+        unlocks = [Unlock(release, holder) for holder in gone]
+        self.unlocks.extend(unlocks)
+        if not self.delayed_unlocks:
+            for unlock in unlocks:
+                self.land(self.unlocks.index(unlock))
+        return []  # answered when its unlocks are (land), or at its deadline (advance)
+
+    def land(self, index: int) -> None:
+        """The broker carries out an unlock on a gone holder's behalf now; answered in time, it counts as released."""
+        unlock = self.unlocks.pop(index)
+        release = unlock.release
+        self.broker.unlock(unlock.holder, release.action.queues)
+        if release.answered or self.now > release.deadline:
+            return  # its sender stopped waiting: whatever it unlocked, nobody is told
+        release.waiting.discard(unlock.holder)
+        release.released.add(unlock.holder)
+        if not release.waiting:
+            self._answer(release)
+
+    def _answer(self, release: Release) -> None:
+        release.answered = True
+        self.releases.remove(release)
+        for holder in sorted(release.waiting):
+            self.in_doubt.append((self.now, release.client.cid, holder, frozenset(release.action.queues)))
+        if not self.late_unlocks:  # an unlock not answered by the deadline never lands
+            self.unlocks = [u for u in self.unlocks if u.release is not release]
+        action = release.action
+        if release.client.alive:
+            release.client.feed(
+                DeadHoldersChecked(
+                    action.broker_name,
+                    action.request_id,
+                    frozenset(action.queues),
+                    frozenset(release.released),
+                    frozenset(release.waiting),
+                )
+            )
+
     def deliver_notification(self, index: int, lose: bool = False) -> None:
         consumer = self.notifications.pop(index)
         if consumer.alive and not lose:
@@ -453,6 +539,8 @@ class Sim:
         """Let ``dt`` seconds pass: expire requests past their deadline, then tick whoever asked to be woken."""
         self.now += dt
         self.pending = [r for r in self.pending if self.now < r.sent_at + request_timeout]
+        for release in [r for r in self.releases if self.now > r.deadline]:
+            self._answer(release)  # the runtime stops waiting: what is not answered is in doubt
         for consumer in list(self.live()):
             if consumer.wake_at is not None and self.now >= consumer.wake_at:
                 consumer.feed(Tick())
@@ -463,6 +551,8 @@ class Sim:
             for _ in range(1000):
                 if self.pending:
                     self.deliver(0)
+                elif self.unlocks:
+                    self.land(0)
                 elif self.notifications:
                     self.deliver_notification(0)
                 else:

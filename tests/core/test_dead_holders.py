@@ -9,22 +9,33 @@ check the same rules against random interleavings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from rocket_rebalance.core import (
+    Action,
     BrokerConnectionLost,
     BrokerRegistered,
+    ConsumerListFetched,
     DeadHoldersChecked,
     DropQueue,
+    FetchConsumerList,
     LockQueues,
     LockResult,
     QueueState,
     ReadOffset,
+    RebalanceConfig,
     ReleaseDeadHolders,
     StartQueue,
     StopQueue,
     Tick,
     UnlockQueues,
 )
-from tests.core.test_core import ME, OTHER, QS, Drive, only
+from rocket_rebalance.core.history import Failure
+from rocket_rebalance.model import MessageQueue
+from tests.core.sim import Request, Sim
+from tests.core.test_core import ME, OTHER, QS, Drive, G, T, only
 
 GONE = "10.0.0.9@9"
 
@@ -48,7 +59,7 @@ def test_a_member_missing_for_the_grace_has_its_locks_released_and_the_queues_st
     [check] = only(actions, ReleaseDeadHolders)
     assert check.broker_name == "b0" and check.client_ids == (GONE,) and set(check.queues) == refused
     assert ME not in check.client_ids
-    again = only(d(DeadHoldersChecked("b0", frozenset(check.queues), frozenset({GONE}))), LockQueues)
+    again = only(d(DeadHoldersChecked("b0", check.request_id, frozenset(check.queues), frozenset({GONE}))), LockQueues)
     assert again and set(again[0].queues) == refused  # at once, not after the retry interval
     started = d.answer(again)
     assert {a.mq for a in only(started, StartQueue)} == refused
@@ -58,7 +69,7 @@ def test_a_holder_the_broker_still_lists_keeps_its_queues() -> None:
     d = _orphaned()
     relock = only(d(Tick(), at=10.5), LockQueues)
     [check] = only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
-    after = d(DeadHoldersChecked("b0", frozenset(check.queues), frozenset()))  # b listed it: nothing released
+    after = d(DeadHoldersChecked("b0", check.request_id, frozenset(check.queues)))  # b listed it: nothing released
     assert not only(after, LockQueues) and set(d.core.lock_waits()) == set(check.queues)
     # a check that released nothing is not repeated for four lock retries: the holder is alive
     relock = only(d(Tick(), at=11.0), LockQueues)
@@ -74,19 +85,112 @@ def test_every_refused_queue_of_the_broker_is_checked_and_a_release_allows_anoth
     first = relock[0].queues[:1]
     [check] = only(d(LockResult(frozenset(first), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
     assert set(check.queues) == set(d.core.lock_waits())  # every refused queue of b0, not just this batch's
-    d(DeadHoldersChecked("b0", frozenset(first), frozenset({GONE})))
+    d(DeadHoldersChecked("b0", check.request_id, frozenset(first), frozenset({GONE})))
     rest = relock[0].queues[1:]
     later = d(LockResult(frozenset(rest), frozenset(), relock[0].epoch))
     [again] = only(later, ReleaseDeadHolders)
     assert again.client_ids == (GONE,)
 
 
-def test_one_check_per_broker_is_on_the_way() -> None:
+def test_queues_refused_again_after_a_release_are_not_checked_again_at_once() -> None:
+    """The member released held none of them (someone b lists does): checking again at once would repeat the list,
+    the unlock and the lock at the broker's pace for as long as that holder keeps them."""
     d = _orphaned()
-    relock = only(d(Tick(), at=10.5), LockQueues)
-    assert only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    check = _checked(d)
+    [again] = only(
+        d(DeadHoldersChecked("b0", check.request_id, frozenset(check.queues), frozenset({GONE}))), LockQueues
+    )
+    assert not only(d(LockResult(frozenset(again.queues), frozenset(), again.epoch)), ReleaseDeadHolders)
     relock = only(d(Tick(), at=11.0), LockQueues)
     assert not only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    relock = only(d(Tick(), at=12.5), LockQueues)  # four lock retries after the check
+    assert only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+
+
+def test_one_check_per_broker_is_on_the_way_and_its_queues_wait_for_it() -> None:
+    d = _orphaned()
+    relock = only(d(Tick(), at=10.5), LockQueues)
+    first, rest = relock[0].queues[:1], relock[0].queues[1:]
+    [check] = only(d(LockResult(frozenset(first), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    assert check.deadline == 10.5 + d.core.config.dead_holder_window
+    assert not only(d(LockResult(frozenset(rest), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    retried = only(d(Tick(), at=11.0), LockQueues)  # the rest are retried; the check's queues wait for its answer
+    assert retried and not set(check.queues) & {mq for lock in retried for mq in lock.queues}
+
+
+def _checked(d: Drive, at: float = 10.5) -> ReleaseDeadHolders:
+    relock = only(d(Tick(), at=at), LockQueues)
+    [check] = only(d(LockResult(frozenset(relock[0].queues), frozenset(), relock[0].epoch)), ReleaseDeadHolders)
+    return check
+
+
+def _locked(actions: list[Action]) -> set[MessageQueue]:
+    return {mq for lock in only(actions, LockQueues) for mq in lock.queues}
+
+
+def test_a_release_in_doubt_keeps_its_queues_unlocked_for_the_broker_lock_lifetime() -> None:
+    """L9 (c): an unlock unanswered by the deadline may land after the holder came back and locked again: we do
+    not take its queues for the lock lifetime (what the holder's own lock would have cost without L9)."""
+    d = _orphaned()
+    check = _checked(d)
+    queues = set(check.queues)
+    answer = DeadHoldersChecked("b0", check.request_id, frozenset(queues), in_doubt=frozenset({GONE}))
+    assert not _locked(d(answer, at=12.0))
+    assert d.core.history.totals.failed.get(Failure.RELEASE_IN_DOUBT) == 1
+    for at in (12.5, 20.0, 71.9):
+        assert not _locked(d(Tick(), at=at)) & queues
+    assert set(d.core.lock_waits()) == queues  # still said to wait (L7)
+    assert _locked(d(Tick(), at=72.0)) == queues  # 60 s after the answer
+
+
+def test_a_release_partly_done_and_partly_in_doubt_is_in_doubt() -> None:
+    d = _orphaned()
+    check = _checked(d)
+    answer = DeadHoldersChecked("b0", check.request_id, frozenset(check.queues), frozenset({GONE}), frozenset({OTHER}))
+    assert not _locked(d(answer, at=11.0)) & set(check.queues)
+
+
+def test_a_grant_of_a_queue_held_back_by_a_release_is_given_back() -> None:
+    """A lock sent before the check, carried out late, may be granted after an unlock in doubt freed a fresh lock
+    of the holder: it is not used, and returned."""
+    d = _orphaned()
+    relock = only(d(Tick(), at=10.5), LockQueues)[0]
+    first = relock.queues[:1]
+    [check] = only(d(LockResult(frozenset(first), frozenset(), relock.epoch)), ReleaseDeadHolders)
+    d(DeadHoldersChecked("b0", check.request_id, frozenset(first), in_doubt=frozenset({GONE})), at=11.0)
+    late = d(LockResult(frozenset(first), frozenset(first), relock.epoch), at=11.1)  # an older request's grant
+    assert {mq for u in only(late, UnlockQueues) for mq in u.queues} == set(first)
+    assert not only(late, ReadOffset) and not d.core.holds_lock(first[0], 11.1)
+
+
+def test_a_check_unanswered_after_its_deadline_and_the_request_timeout_is_in_doubt() -> None:
+    d = _orphaned(request_timeout=5.0)
+    check = _checked(d)
+    assert check.deadline == 11.5
+    assert not _locked(d(Tick(), at=16.4)) & set(check.queues)  # on the way: its queues wait
+    d(Tick(), at=16.5)  # given up: in doubt from now
+    late = DeadHoldersChecked("b0", check.request_id, frozenset(check.queues), frozenset({GONE}))
+    assert not _locked(d(late, at=17.0))  # its answer, late, changes nothing
+    assert not _locked(d(Tick(), at=76.4)) & set(check.queues)
+    assert _locked(d(Tick(), at=76.5)) == set(check.queues)
+
+
+def test_a_connection_lost_while_a_check_is_on_the_way_leaves_it_in_doubt() -> None:
+    d = _orphaned(rejoin_delay=2.0)
+    check = _checked(d)
+    lost = d(BrokerConnectionLost("b0", 1), at=11.0)  # b0's queues dropped; the check's unlocks may still land
+    assert only(lost + d(BrokerRegistered("b0", 1), at=11.5), FetchConsumerList)  # a retry round
+    d(ConsumerListFetched(T, (ME,)))
+    relocked = _locked(d(Tick(), at=13.5))  # the rejoin gate opens: all but the check's queues
+    assert relocked == set(QS) - set(check.queues)
+    assert not _locked(d(Tick(), at=70.9)) & set(check.queues)
+    assert _locked(d(Tick(), at=71.0)) == set(check.queues)  # 60 s after the loss
+
+
+def test_the_window_must_be_shorter_than_the_rejoin_delay() -> None:
+    with pytest.raises(ValueError, match="dead_holder_window"):
+        RebalanceConfig(G, ME, rejoin_delay=1.0, dead_holder_window=1.0)
+    assert RebalanceConfig(G, ME).dead_holder_window < RebalanceConfig(G, ME).rejoin_delay
 
 
 def test_without_recover_dead_holders_the_queues_wait_for_the_lock_lifetime() -> None:
@@ -151,3 +255,92 @@ def test_an_older_loss_reported_late_does_not_close_the_gate_again() -> None:
     assert not d(BrokerConnectionLost("b0", 1), at=1.6)
     relock = only(d.round((ME,), at=4.0), LockQueues)
     assert relock and relock[0].epoch == 2
+
+
+# ---------------------------------------------------------------------------------------- a delayed unlock (sim)
+
+SIM_QS = [MessageQueue(T, "b0", i) for i in range(4)]
+SIM_TIMEOUT = 1.0
+SIM_INTERVALS = dict(
+    rebalance_interval=2.0,
+    rebalance_min_interval=0.1,
+    unbalanced_retry_interval=0.1,
+    lock_retry_interval=0.05,
+    route_refresh_interval=3.0,
+    heartbeat_interval=3.0,
+    persist_interval=0.5,
+    lock_all_interval=2.0,
+    client_lock_lifetime=3.0,
+    broker_lock_lifetime=6.0,
+    request_timeout=SIM_TIMEOUT,
+    dead_holder_grace=0.05,
+    rejoin_delay=0.2,
+    dead_holder_window=0.1,
+)
+
+
+def _sim_config(cid: str, **options: object) -> RebalanceConfig:
+    return RebalanceConfig(G, cid, consume_orderly=True, **{**SIM_INTERVALS, **options})  # type: ignore[arg-type]
+
+
+def _one_owner_each(sim: Sim) -> None:
+    """The fence: no queue's messages may be handed out by two consumers at once."""
+    for mq in SIM_QS:
+        owners = [c.cid for c in sim.live() if c.core.is_dispatchable(mq, sim.now)]
+        assert len(owners) <= 1, f"{mq} handed out by {owners} at {sim.now:.2f}"
+
+
+def _pump(sim: Sim, steps: int, hold: Callable[[Request], bool] = lambda r: False) -> None:
+    """``steps`` times: deliver every request not held and every notification, let the consumers work, and let
+    0.05 s pass; the fence is checked after every move. Unlocks on their way are not landed."""
+    for _ in range(steps):
+        while True:
+            ready = [i for i, r in enumerate(sim.pending) if not hold(r)]
+            if ready:
+                sim.deliver(ready[0])
+            elif sim.notifications:
+                sim.deliver_notification(0)
+            else:
+                break
+            _one_owner_each(sim)
+        sim.consume_all()
+        _one_owner_each(sim)
+        sim.advance(0.05, SIM_TIMEOUT)
+        _one_owner_each(sim)
+
+
+def test_an_unlock_landing_after_the_holder_came_back_and_locked_again_hands_its_queues_to_nobody_else() -> None:
+    """Issue 37.3: A releases the locks of H, which the broker no longer lists; the unlock lands late, after H came
+    back, waited its rejoin delay and locked its queues again. A must not take them then: H still consumes them."""
+    sim = Sim({T: SIM_QS}, lock_lifetime=6.0, keeps_locks=True, delayed_unlocks=True, late_unlocks=True)
+    for mq in SIM_QS:
+        sim.broker.max_offset[mq] = 5
+    a = sim.join(_sim_config(ME), [T])
+    h = sim.join(_sim_config(GONE), [T])
+    sim.settle(SIM_TIMEOUT, rounds=40, step=0.05)
+    held = h.core.active_queues()
+    assert held and a.core.active_queues() == frozenset(SIM_QS) - held
+    sim.disconnect(h)  # the broker drops H, and keeps its locks
+    assert not h.core.held_queues()
+
+    # A alone: H's requests wait (its heartbeat among them) until A has asked b to release H's locks
+    for _ in range(20):
+        if any(isinstance(r.action, ReleaseDeadHolders) for r in sim.pending):
+            break
+        _pump(sim, 1, hold=lambda r: r.client is h or isinstance(r.action, ReleaseDeadHolders))
+    [check] = [i for i, r in enumerate(sim.pending) if isinstance(r.action, ReleaseDeadHolders)]
+    sim.deliver(check)  # b lists A only: the unlock on H's behalf is sent, and is slow to land
+    assert [u.holder for u in sim.unlocks] == [GONE]
+
+    # H comes back, waits its rejoin delay and locks its queues again; A's member lists are slow meanwhile
+    for _ in range(30):
+        _pump(sim, 1, hold=lambda r: r.client is a and isinstance(r.action, FetchConsumerList))
+        if h.core.active_queues() == held:
+            break
+    assert h.core.active_queues() == held
+    assert [(cid, holder) for _, cid, holder, _ in sim.in_doubt] == [(ME, GONE)]  # A's deadline passed long ago
+    sim.land(0)  # the unlock lands now: H's fresh locks are gone at the broker
+    assert not any(mq in sim.broker.locks for mq in held)
+    _pump(sim, 20, hold=lambda r: r.client is a and isinstance(r.action, FetchConsumerList))
+    _pump(sim, 60)
+    assert h.core.active_queues() == held and a.core.active_queues() == frozenset(SIM_QS) - held
