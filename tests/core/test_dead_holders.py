@@ -36,6 +36,7 @@ from rocket_rebalance.core.history import Failure
 from rocket_rebalance.model import MessageQueue
 from tests.core.sim import Request, Sim
 from tests.core.test_core import ME, OTHER, QS, Drive, G, T, only
+from tests.core.test_state_machine import INTERVALS, REQUEST_TIMEOUT
 
 GONE = "10.0.0.9@9"
 
@@ -260,27 +261,10 @@ def test_an_older_loss_reported_late_does_not_close_the_gate_again() -> None:
 # ---------------------------------------------------------------------------------------- a delayed unlock (sim)
 
 SIM_QS = [MessageQueue(T, "b0", i) for i in range(4)]
-SIM_TIMEOUT = 1.0
-SIM_INTERVALS = dict(
-    rebalance_interval=2.0,
-    rebalance_min_interval=0.1,
-    unbalanced_retry_interval=0.1,
-    lock_retry_interval=0.05,
-    route_refresh_interval=3.0,
-    heartbeat_interval=3.0,
-    persist_interval=0.5,
-    lock_all_interval=2.0,
-    client_lock_lifetime=3.0,
-    broker_lock_lifetime=6.0,
-    request_timeout=SIM_TIMEOUT,
-    dead_holder_grace=0.05,
-    rejoin_delay=0.2,
-    dead_holder_window=0.1,
-)
 
 
 def _sim_config(cid: str, **options: object) -> RebalanceConfig:
-    return RebalanceConfig(G, cid, consume_orderly=True, **{**SIM_INTERVALS, **options})  # type: ignore[arg-type]
+    return RebalanceConfig(G, cid, consume_orderly=True, **{**INTERVALS, **options})  # type: ignore[arg-type]
 
 
 def _one_owner_each(sim: Sim) -> None:
@@ -305,7 +289,7 @@ def _pump(sim: Sim, steps: int, hold: Callable[[Request], bool] = lambda r: Fals
             _one_owner_each(sim)
         sim.consume_all()
         _one_owner_each(sim)
-        sim.advance(0.05, SIM_TIMEOUT)
+        sim.advance(0.05, REQUEST_TIMEOUT)
         _one_owner_each(sim)
 
 
@@ -317,7 +301,7 @@ def test_an_unlock_landing_after_the_holder_came_back_and_locked_again_hands_its
         sim.broker.max_offset[mq] = 5
     a = sim.join(_sim_config(ME), [T])
     h = sim.join(_sim_config(GONE), [T])
-    sim.settle(SIM_TIMEOUT, rounds=40, step=0.05)
+    sim.settle(REQUEST_TIMEOUT, rounds=40, step=0.05)
     held = h.core.active_queues()
     assert held and a.core.active_queues() == frozenset(SIM_QS) - held
     sim.disconnect(h)  # the broker drops H, and keeps its locks
