@@ -40,7 +40,7 @@ from rocket_rebalance.core import (
     machine,
 )
 from rocket_rebalance.core.machine import QUEUE_TRANSITIONS, QueueCause
-from rocket_rebalance.model import ConsumeFromWhere, retry_topic
+from rocket_rebalance.model import ConsumeFromWhere, MessageQueue, retry_topic
 from tests.core.sim import Move, Sim, watch_moves
 from tests.core.test_core import ME, OTHER, QS, Drive, T, expected_share, only
 from tests.core.test_state_machine import ALL_QUEUES, GROUP, INTERVALS, QUEUES, REQUEST_TIMEOUT, RETRY_QUEUES, TOPIC
@@ -237,8 +237,8 @@ def _one_queue_locked_and_reading(d: Drive) -> ReadOffset:
     return read
 
 
-def renewal_refused_while_draining() -> set[Move]:
-    """L2 while L3 drains: orderly waits for the message being consumed, and the renewal is refused meanwhile."""
+def _orderly_draining() -> tuple[Drive, set[Move], MessageQueue]:
+    """An orderly consumer whose queue is draining (L3: without limit) with a message being consumed."""
     d, made = _watched(consume_orderly=True)
     d.start()
     theirs = sorted(set(QS) - expected_share((ME, OTHER)))[0]
@@ -246,6 +246,12 @@ def renewal_refused_while_draining() -> set[Move]:
     d(MessagesDispatched(theirs, (5,)))
     d.round((ME, OTHER), at=2.0)
     assert d.core.state_of(theirs) is QueueState.DRAINING
+    return d, made, theirs
+
+
+def renewal_refused_while_draining() -> set[Move]:
+    """L2 while L3 drains: orderly waits for the message being consumed, and the renewal is refused meanwhile."""
+    d, made, theirs = _orderly_draining()
     (renewal,) = only(d(Tick(), at=20.0), LockQueues)
     actions = d(LockResult(frozenset(renewal.queues), frozenset(renewal.queues) - {theirs}))
     assert DropQueue(theirs, lost=True) in actions
@@ -254,13 +260,7 @@ def renewal_refused_while_draining() -> set[Move]:
 
 def lock_lapsed_while_draining() -> set[Move]:
     """L2 while L3 drains (orderly: without limit), and the renewal is never answered: the client lock lapses."""
-    d, made = _watched(consume_orderly=True)
-    d.start()
-    theirs = sorted(set(QS) - expected_share((ME, OTHER)))[0]
-    d(MessagesPulled(theirs, (5,), 6), at=1.0)
-    d(MessagesDispatched(theirs, (5,)))
-    d.round((ME, OTHER), at=2.0)
-    assert d.core.state_of(theirs) is QueueState.DRAINING
+    d, made, theirs = _orderly_draining()
     assert only(d(Tick(), at=20.0), LockQueues)  # the renewal, never answered
     assert DropQueue(theirs, lost=True) in d(Tick(), at=30.0)
     return made
