@@ -106,7 +106,15 @@ def test_a_frozen_holder_keeps_its_queues_fenced_and_goes_on(rocketmq: RocketMQC
             wait_until(lambda: _consumed_after(group, held, resumed_at) == held, 30, "the holder goes on")
             assert group.settled(), group.describe()
         wait_until(lambda: not group.missing(), 60, "every message consumed")
-        twice = {key: count for key, count in group.counts().items() if count > 1}
+        # A message the frozen holder itself was consuming as it stopped may come again: if its client lock (30 s)
+        # lapsed during the 20 s stop (its last renewal up to 20 s before it), it drops the queue without saving
+        # its offset (core rule L2), whose commit offset is that message's. Nothing else may.
+        in_flight = {
+            (d["broker"], d["queue"], d["offset"])
+            for d in group.deliveries()
+            if d["client"] == frozen and d["t0"] < stopped_at < d["t1"]
+        }
+        twice = {key: count for key, count in group.counts().items() if count > 1 and key not in in_flight}
         assert twice == {}
     finally:
         group.close()
