@@ -2,7 +2,8 @@
 
 Every consumer of a group sorts the same queues and client IDs and applies the same strategy, so all agree
 without a coordinator. This top level holds the pure allocation layer and names the consumer API: ``PushConsumer``,
-``PullConsumer``, ``AsyncPushConsumer``, ``AsyncPullConsumer``, ``RebalanceListener`` and ``Message`` are loaded
+``PullConsumer``, ``AsyncPushConsumer``, ``AsyncPullConsumer``, ``RebalanceListener``, ``Message`` and a listener's
+answers ``ConsumeResult`` and ``Reconsume`` are loaded
 from the runtime when first used, so ``import rocket_rebalance`` loads neither grpc nor pyspark (nor the runtime).
 """
 
@@ -32,17 +33,19 @@ from rocket_rebalance.strategies import (
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
     from rocket_rebalance.runtime.async_consumer import AsyncPullConsumer, AsyncPushConsumer
     from rocket_rebalance.runtime.consumer import PushConsumer
-    from rocket_rebalance.runtime.listener import RebalanceListener
+    from rocket_rebalance.runtime.listener import ConsumeResult, RebalanceListener, Reconsume
     from rocket_rebalance.runtime.pull_consumer import PullConsumer
     from rocket_rebalance.runtime.transport import Message
 
 _LAZY = {
     "AsyncPullConsumer": "rocket_rebalance.runtime.async_consumer",
     "AsyncPushConsumer": "rocket_rebalance.runtime.async_consumer",
+    "ConsumeResult": "rocket_rebalance.runtime.listener",
     "Message": "rocket_rebalance.runtime.transport",
     "PullConsumer": "rocket_rebalance.runtime.pull_consumer",
     "PushConsumer": "rocket_rebalance.runtime.consumer",
     "RebalanceListener": "rocket_rebalance.runtime.listener",
+    "Reconsume": "rocket_rebalance.runtime.listener",
 }
 
 
@@ -63,6 +66,7 @@ __all__ = [
     "AsyncPullConsumer",
     "AsyncPushConsumer",
     "ConsumeFromWhere",
+    "ConsumeResult",
     "DuplicateClientIdWarning",
     "Message",
     "MessageModel",
@@ -71,6 +75,7 @@ __all__ = [
     "PushConsumer",
     "RebalanceInput",
     "RebalanceListener",
+    "Reconsume",
     "create_strategy",
     "plan",
     "prepare_rebalance_input",

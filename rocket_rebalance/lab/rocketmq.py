@@ -511,8 +511,10 @@ class JavaPeer:
         sql: str | None = None,
         credentials: AclCredentials | None = None,
         tls: LabCertificates | None = None,
+        extra: Sequence[str] = (),
     ) -> None:
-        """With ``tls``, the consumer speaks TLS (``tls.enable``) and verifies the servers against its CA."""
+        """With ``tls``, the consumer speaks TLS (``tls.enable``) and verifies the servers against its CA;
+        ``extra``: more of Peer.java's options (``--answers``, ``--batch N`` ...)."""
         self.client_id = f"127.0.0.1@{instance}"
         self.allocation: dict[str, frozenset[tuple[str, int]]] = {}
         self.messages: list[dict[str, Any]] = []
@@ -531,6 +533,7 @@ class JavaPeer:
             args += ["--tags", tags]
         if sql is not None:
             args += ["--sql", sql]
+        args += extra
         wait = f"-Drocketmq.client.rebalance.waitInterval={wait_interval_ms}"
         tls_properties = [] if tls is None else _tls_properties(tls, server=False)
         command = _client_jvm(lib, home, "rmq.client.logback.xml", wait, *tls_properties)

@@ -121,8 +121,9 @@ class ConsumerBase(Generic[E]):
     :class:`~rocket_rebalance.subscription.SubscriptionExpression` (SQL92); :meth:`subscribe` adds one. Every member
     of a group must subscribe each topic alike (the broker keeps one subscription per topic for the whole group).
 
-    ``on_error(kind, error)`` hears of every failure the consumer retries (``healthy`` and ``describe()`` say what
-    is failing now; the log says it at WARNING, at most every 30 s per kind). Intervals (``rebalance_interval``,
+    ``on_error(kind, error)`` hears of the failures the consumer retries as the log does: the first of a kind, then
+    at most every 30 s per kind, and each new type of error at once (``healthy`` and ``describe()`` say what is
+    failing now). Intervals (``rebalance_interval``,
     ``persist_interval`` ...) and other :class:`RebalanceConfig` fields may be passed as keyword arguments; defaults
     are the Java client's. ``rebalance_listener`` (a :class:`~rocket_rebalance.runtime.listener.RebalanceListener`)
     hears each queue assigned, revoked and lost. ``metrics=True`` exposes this consumer's metrics through
@@ -310,7 +311,7 @@ class ConsumerBase(Generic[E]):
     @property
     def healthy(self) -> bool:
         """False while something keeps failing (a route, a heartbeat, pulls, offset writes ...): see
-        ``describe()["problems"]``; each failure also reaches ``on_error(kind, error)`` and the log."""
+        ``describe()["problems"]``; failures also reach ``on_error(kind, error)`` and the log."""
         return self._engine is not None and self._engine.health.healthy
 
     @property
@@ -324,10 +325,12 @@ class PushConsumer(ConsumerBase[Engine]):
     """One member of a consumer group whose messages go to ``listener`` (see :class:`ConsumerBase` for the options
     every consumer shares). ``with PushConsumer(...) as consumer:`` starts it and shuts it down.
 
-    ``listener(messages)`` consumes a batch (raising means "not consumed": retried while the queue is still ours; an
-    ``async def`` one is run to its end on the listener's thread); ``consume_orderly=True`` gives one batch at a
-    time per queue, holding its broker lock. ``queue_listener(topic, mq_all, mq_divided)`` is Java's
-    ``MessageQueueListener``; without a ``listener`` it is all the application hears, and nothing is pulled."""
+    ``listener(messages)`` consumes a batch and answers: None (consumed), a
+    :class:`~rocket_rebalance.runtime.listener.ConsumeResult` or a
+    :class:`~rocket_rebalance.runtime.listener.Reconsume` (Java's meanings: see :mod:`.dispatch`); raising means
+    ``RECONSUME_LATER``; an ``async def`` one is run to its end on the listener's thread. ``consume_orderly=True``
+    gives one batch at a time per queue, holding its broker lock. ``queue_listener(topic, mq_all, mq_divided)`` is
+    Java's ``MessageQueueListener``; without a ``listener`` it is all the application hears, and nothing is pulled."""
 
     def __init__(
         self,

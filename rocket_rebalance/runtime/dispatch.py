@@ -1,32 +1,65 @@
 """The engine's part that hands messages to a push consumer's listener: consume tasks, their batches, the
-listener's verdicts, send-back to the retry topic and retries.
+listener's answers, send-back to the retry topic, dead letters, retries and the consume timeout.
 
 Buffered messages go to the consume pool several batches to a task (about :data:`CHUNK_WORK` of listener time
 each, by the listener's recent pace), while the core says the queue may give them out (locks, the fence, the
 drain); each task stops before a batch once the queue is being released or its lock has run out. What a task did
-comes back to the service context as one :class:`_Chunk`: consumed, to retry, or never handed to the listener.
-It exists only in a push consumer; a pull consumer has :mod:`.polling` instead.
+comes back to the service context as one :class:`_Chunk`: consumed (or sent back), to retry, or never handed to the
+listener. It exists only in a push consumer; a pull consumer has :mod:`.polling` instead.
+
+**The listener's answer**, with Java's meanings (the README's table): None or ``ConsumeResult.SUCCESS``, the batch
+is consumed; ``RECONSUME_LATER`` (or ``SUSPEND_CURRENT_QUEUE_A_MOMENT``), or an exception, it is not;
+:class:`~rocket_rebalance.runtime.listener.Reconsume` says how many of it were consumed (Java's ``ackIndex``), the
+delay level of the rest and an orderly queue's suspend time. A concurrent consumer sends what was not consumed back
+to the broker (the retry topic; the dead-letter queue at delay level -1 or past ``max_reconsume_times``) and moves
+on; what cannot be sent back is given to the listener again after ``retry_delay`` (Java's 5 s). An orderly one
+retries it in place after the suspend time, counting each attempt in the message's ``reconsume_times`` as Java
+does, and past ``max_reconsume_times`` (when set) sends it to the dead-letter queue and moves on (Java's
+``checkReconsumeTimes``). Anything else returned is a mistake, said once and taken as ``RECONSUME_LATER``: at least
+once, never lost to a mistaken ``return False``.
+
+**The consume timeout** (``consume_timeout``, Java's ``consumeTimeout``, 15 min): each listener call is registered
+in :attr:`Dispatch._calls` while it runs, and a check every ``consume_timeout / 10`` (at most 1 s) finds the calls
+that started longer ago, so a message waits at most a little more than the timeout (Java's scan runs once per
+timeout, so 15 to 30 min, and may clean messages whose call had not started: apache/rocketmq #7337, #9019). Who
+takes a call out of the registry decides its batch, so the listener's late answer and the timeout cannot both act:
+the task when the call returns, or the check, which sends the batch back (delay level 3, as Java's
+``cleanExpiredMsg``), hands the chunk's unstarted messages back for other threads, closes the task's account and
+lets the queue's offset move on. A thread cannot be stopped, so health names the queue, offsets and duration until
+the call returns; an ``async def`` listener's call is cancelled at the timeout instead. An orderly queue must keep
+its order, so there the check only reports; an async orderly call is cancelled and retried in place.
 """
 
 from __future__ import annotations
 
-import enum
+import asyncio
+import inspect
 import logging
+import reprlib
 import time
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
+from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Any
 
 from rocket_rebalance.core import MessagesConsumed, MessagesDispatched, MessagesReturned
 from rocket_rebalance.model import MessageQueue, dead_letter_topic
+from rocket_rebalance.runtime.listener import ConsumeResult, Reconsume
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.pulling import Pulling, QueueRun
 from rocket_rebalance.runtime.service import Service
-from rocket_rebalance.runtime.settings import ListenerError, MessageListener, UnreadableBodyError
+from rocket_rebalance.runtime.settings import (
+    ConsumeTimeoutError,
+    ListenerError,
+    ListenerResultError,
+    MessageListener,
+    UnreadableBodyError,
+)
 from rocket_rebalance.runtime.stats import ConsumeStats, Tally
 from rocket_rebalance.runtime.steps import Invoke, Steps, call
 from rocket_rebalance.runtime.transport import Message, Transport, TransportError
 
-__all__ = ["CHUNK_WORK", "MAX_CHUNK_MESSAGES", "Dispatch", "consume_directly"]
+__all__ = ["CHUNK_WORK", "CONSUME_TIMEOUT_KIND", "MAX_CHUNK_MESSAGES", "Dispatch", "consume_directly"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
@@ -35,25 +68,70 @@ CHUNK_WORK = 0.002
 tens of microseconds, so a task of a quick listener's messages makes it negligible, while a slow listener's
 batches still go one per task, over all the pool's threads."""
 MAX_CHUNK_MESSAGES = 32  # per consume task (or one batch, if larger): what a batch that blocks can hold back
+CONSUME_TIMEOUT_KIND = "consume timeout"
+SEND_BACK_KIND = "send back to the retry topic"
+EXPIRED_DELAY_LEVEL = 3  # a timed-out message comes back after level 3's delay (10 s), as Java's cleanExpiredMsg
+DEAD_LETTER_NOW = -1  # the delay level that sends a message straight to the dead-letter queue
+UNLIMITED_RECONSUME_TIMES = 2**31 - 1  # Java's Integer.MAX_VALUE, an orderly consumer's default limit
 
 
-class _Verdict(enum.Enum):
-    """What became of one batch given to the listener."""
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A listener's answer, read: the first ``consumed`` messages of its batch are done with; the rest go the way
+    of ``delay_level``, and (orderly) wait ``suspend`` seconds (None: the consumer's default)."""
 
-    CONSUMED = "consumed"
-    SENT_BACK = "refused, sent back to the retry topic"
-    RETRY = "refused, to be tried again here"
+    consumed: int
+    delay_level: int = 0
+    suspend: float | None = None
+
+
+def _answer(value: object, size: int) -> _Answer | None:
+    """What a listener's return value means for its batch of ``size``; None when it is not an answer."""
+    if value is None or value is ConsumeResult.SUCCESS:
+        return _Answer(size)
+    if isinstance(value, ConsumeResult):
+        return _Answer(0)
+    if isinstance(value, Reconsume):
+        return _Answer(min(value.consumed, size), value.delay_level, value.suspend)
+    return None
 
 
 @dataclass
 class _Chunk:
-    """What a consume task did with the messages it was handed: consumed (or sent back to the retry topic),
-    batches to retry later (concurrent, when sending back failed), and messages it never gave the listener."""
+    """What a consume task did with the messages it was handed: consumed (or sent back to the retry topic, or to
+    the dead-letter queue), batches to retry later (concurrent, when sending back failed), and messages it never
+    gave the listener; ``suspend``: (orderly) the returned messages wait that long, after a failed batch."""
 
     consumed: list[Message] = field(default_factory=list)
     retry: list[list[Message]] = field(default_factory=list)
     returned: list[Message] = field(default_factory=list)
-    orderly_failure: bool = False
+    suspend: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What became of one batch: done with (consumed, sent back or dead-lettered), to be given to the listener
+    again, how many the listener itself consumed (for the stats) and (orderly) how long to wait."""
+
+    done: list[Message]
+    again: list[Message]
+    consumed: int
+    suspend: float
+
+
+@dataclass(eq=False, slots=True)
+class _Call:
+    """One listener call, registered while it runs (see the module docstring: the consume timeout). ``rest``: the
+    messages of its task's chunk after its batch; ``result``: what the task did before it."""
+
+    mq: MessageQueue
+    run: QueueRun
+    batch: list[Message]
+    rest: list[Message]
+    result: _Chunk
+    started: float
+    over: bool = False  # the listener returned (or raised)
+    reported: bool = False  # (orderly) its overrun was reported
 
 
 class Dispatch:
@@ -75,7 +153,13 @@ class Dispatch:
         self._metrics = metrics
         self._tally = tally
         self._pace = CHUNK_WORK  # the listener's recent seconds per message; a slow one until it shows otherwise
-        self._send_back = True  # until the transport says its server keeps no retry topics
+        self._send_back_works = True  # until the transport says its server keeps no retry topics
+        self._mistaken = False  # the listener returned something that is not an answer (said once)
+        self._calls: dict[_Call, bool] = {}
+        """Listener calls running now: added and taken out by consume tasks, taken out by the timeout check (one
+        ``dict.pop`` is atomic, which is what decides who acts on a batch)."""
+        self._overdue: list[_Call] = []  # calls past the timeout whose listener has not returned yet
+        self._watching = False
         pulling.hand_out = self.dispatch
 
     def dispatch(self, mq: MessageQueue) -> None:
@@ -86,6 +170,9 @@ class Dispatch:
             return
         service = self._service
         core = service.core
+        if not self._watching:
+            self._watching = True
+            service.later(self._check_interval(), self._check_calls)
         limit = 1 if service.config.consume_orderly else service.settings.consume_threads * 2
         while run.buffered and run.busy < limit and not run.stopped:
             now = time.monotonic()
@@ -140,13 +227,15 @@ class Dispatch:
         """(On the consume pool.) Give ``chunk`` to the listener batch by batch, in order; stop before a batch
         (the first too: a task may wait in the pool's queue) once the queue is being released or its lock has run
         out, so nothing is handed out that the core would not hand out now, or (orderly) after a failed batch;
-        count and report it all at once."""
+        count and report it all at once. A task whose call the timeout check took reports nothing: the check
+        closed its account."""
         service = self._service
         size = service.settings.consume_message_batch_max_size
         orderly = service.config.consume_orderly
         closing = service.closing
         result = _Chunk()
         calls = ok = failed = 0
+        taken = False
         began = time.monotonic()
         for start in range(0, len(chunk), size):
             if run.stopped or closing.is_set() or time.monotonic() >= lock_deadline:
@@ -154,18 +243,20 @@ class Dispatch:
                 break
             batch = chunk[start : start + size]
             calls += 1
-            verdict = yield from self._consume_batch(mq, batch)
-            if verdict is _Verdict.CONSUMED:
-                ok += len(batch)
-            else:
-                failed += len(batch)
-            if verdict is not _Verdict.RETRY:
-                result.consumed += batch
-            elif orderly:  # tried again first, after retry_delay, before anything behind it (Java suspends)
-                result.returned, result.orderly_failure = chunk[start:], True
+            outcome = yield from self._consume_batch(_Call(mq, run, batch, chunk[start + size :], result, began))
+            if outcome is None:
+                taken = True
                 break
-            else:
-                result.retry.append(batch)
+            ok += outcome.consumed
+            failed += len(batch) - outcome.consumed
+            result.consumed += outcome.done
+            if not outcome.again:
+                continue
+            if orderly:  # tried again first, after the suspend time, before anything behind it (Java suspends)
+                again = [replace(m, reconsume_times=m.reconsume_times + 1) for m in outcome.again]
+                result.returned, result.suspend = again + chunk[start + size :], outcome.suspend
+                break
+            result.retry.append(outcome.again)
         if calls:  # else the task gave everything back before its first listener call
             took = time.monotonic() - began
             self._stats.consumed(mq, ok, failed, took * 1000, calls)
@@ -173,78 +264,152 @@ class Dispatch:
                 waited = None if arrived is None else (began - arrived) * 1000
                 self._metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
             self._tally.add(ok)
-            self._pace = (self._pace + took / (ok + failed)) / 2  # a race only blurs the estimate
-        service.post(partial(self._chunk_done, mq, run, result))
+            self._pace = (self._pace + took / max(ok + failed, 1)) / 2  # a race only blurs the estimate
+        if not taken:
+            service.post(partial(self._chunk_done, mq, run, result))
 
-    def _consume_batch(self, mq: MessageQueue, batch: list[Message]) -> Steps[_Verdict]:
-        """One listener call: consumed; or refused and (concurrent) sent back to the retry topic, so done with;
-        or refused and to be tried again here."""
+    def _consume_batch(self, running: _Call) -> Steps[_Outcome | None]:
+        """One listener call and what becomes of its batch by the answer (see the module docstring); None when
+        the timeout check took the call while it ran."""
+        mq, batch = running.mq, running.batch
+        service = self._service
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
+        error: Exception | None = None
+        running.started = time.monotonic()
+        self._calls[running] = True
         try:
             unreadable = [m for m in batch if m.body_error]
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 kind = f"message bodies on {mq.topic}"
                 raise UnreadableBodyError(unreadable[0].body_error)
-            yield Invoke(self.listener, (batch,))
-        except Exception as error:
-            sent_back = not self._service.config.consume_orderly and (yield from self._sent_back(batch))
-            then = self._where_sent(batch) if sent_back else "retrying"
-            self._service.health.failed(kind, ListenerError(mq, batch, then, error), traceback=True)
-            return _Verdict.SENT_BACK if sent_back else _Verdict.RETRY
-        self._service.health.ok(kind)
-        return _Verdict.CONSUMED
+            value = yield Invoke(self._listen, (batch,))
+            answer = _answer(value, len(batch))
+            if answer is None:
+                error, answer = self._mistake(value), _Answer(0)
+        except Exception as raised:
+            error, answer = raised, _Answer(0)
+        running.over = True
+        if not self._calls.pop(running, False):
+            return None
+        done, again = batch[: answer.consumed], batch[answer.consumed :]
+        if not again:
+            service.health.ok(kind)
+            return _Outcome(done, [], answer.consumed, 0.0)
+        suspend = service.settings.suspend_current_queue_time if answer.suspend is None else answer.suspend
+        delay_level = EXPIRED_DELAY_LEVEL if isinstance(error, ConsumeTimeoutError) else answer.delay_level
+        if service.config.consume_orderly:
+            dead, again = yield from self._dead_letters(again, delay_level)
+            retrying = f"retrying in place in {suspend:g} s"
+        else:
+            limit = service.settings.concurrent_max_reconsume_times
+            unsent = yield from self._send_back(again, delay_level, limit)
+            dead, again = again[: len(again) - len(unsent)], unsent
+            retrying = f"retrying here in {service.settings.retry_delay:g} s"
+        if error is not None:
+            then = "; ".join(filter(None, [self._where_sent(dead, delay_level), retrying if again else ""]))
+            traceback = not isinstance(error, ListenerResultError | UnreadableBodyError | ConsumeTimeoutError)
+            service.health.failed(kind, ListenerError(mq, batch, then, error), traceback=traceback)
+        return _Outcome(done + dead, again, answer.consumed, suspend)
 
-    def _where_sent(self, batch: list[Message]) -> str:
-        """Where the broker put a batch sent back: a message already reconsumed ``max_reconsume_times`` goes to
+    def _listen(self, batch: list[Message]) -> Any:
+        """The listener's call; an ``async def`` listener's bounded by ``consume_timeout`` (cancelled there)."""
+        value = self.listener(batch)
+        return self._bounded(value) if value is not None and inspect.isawaitable(value) else value
+
+    async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
+        timeout = self._service.settings.consume_timeout
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                return await awaitable
+        except TimeoutError:
+            if scope.expired():
+                raise ConsumeTimeoutError(f"cancelled after consume_timeout {timeout:g} s") from None
+            raise
+
+    def _mistake(self, value: object) -> ListenerResultError | None:
+        """A return value that is not an answer: said once per listener (None after that)."""
+        if self._mistaken:
+            return None
+        self._mistaken = True
+        return ListenerResultError(
+            f"the listener returned {reprlib.repr(value)}, which is not an answer: return None or "
+            "ConsumeResult.SUCCESS when consumed; ConsumeResult.RECONSUME_LATER, Reconsume(...) or raise to consume "
+            "again later. Taken as RECONSUME_LATER (said once)"
+        )
+
+    def _where_sent(self, sent: list[Message], delay_level: int) -> str:
+        """Where the broker put messages sent back: one at delay level -1, or already reconsumed the limit, goes to
         the group's dead-letter queue, not the retry topic (the broker's rule in ``consumerSendMsgBack``), and that
         is the line an operator looks for."""
-        most = self._service.settings.max_reconsume_times
-        dead = sum(1 for m in batch if m.reconsume_times >= most)
+        if not sent:
+            return ""
         dlq = dead_letter_topic(self._service.config.consumer_group)
-        if dead == len(batch):
+        if self._service.config.consume_orderly or delay_level == DEAD_LETTER_NOW:
+            return f"sent to the dead-letter queue {dlq}"
+        most = self._service.settings.concurrent_max_reconsume_times
+        dead = sum(1 for m in sent if m.reconsume_times >= most)
+        if dead == len(sent):
             return f"sent to the dead-letter queue {dlq} after {most} reconsumptions"
         if dead:
-            return f"{dead} sent to the dead-letter queue {dlq}, {len(batch) - dead} back to the retry topic"
+            return f"{dead} sent to the dead-letter queue {dlq}, {len(sent) - dead} back to the retry topic"
         return "sent back to the retry topic"
 
-    def _sent_back(self, batch: list[Message]) -> Steps[bool]:
-        """Java's way with a failed concurrent batch: the broker stores each message again in the group's retry
-        topic (a later delivery, with a growing delay), and the queue moves on. False when that could not be
-        done for every message, and the batch is retried here instead (Java: consumeLater)."""
-        if not self._send_back:
-            return False
+    def _dead_letters(self, again: list[Message], delay_level: int) -> Steps[tuple[list[Message], list[Message]]]:
+        """(Orderly.) The messages to retry that go to the dead-letter queue instead (delay level -1, or
+        reconsumed ``max_reconsume_times`` when set: Java's ``checkReconsumeTimes``) and are done with, and those
+        retried in place: any the broker did not take, too."""
+        limit = self._service.settings.max_reconsume_times
+        doomed = [
+            m for m in again if delay_level == DEAD_LETTER_NOW or (limit is not None and m.reconsume_times >= limit)
+        ]
+        if not doomed:
+            return [], again
+        unsent = yield from self._send_back(
+            doomed, DEAD_LETTER_NOW, UNLIMITED_RECONSUME_TIMES if limit is None else limit
+        )
+        sent = {id(m) for m in doomed[: len(doomed) - len(unsent)]}
+        return [m for m in again if id(m) in sent], [m for m in again if id(m) not in sent]
+
+    def _send_back(self, messages: list[Message], delay_level: int, max_reconsume_times: int) -> Steps[list[Message]]:
+        """Java's way with messages not consumed: the broker stores each again (the group's retry topic, with a
+        delay, or its dead-letter queue), and the queue moves on. Returns those not sent back (from the first
+        failure on), to be consumed again here (Java: ``consumeLater``)."""
+        if not self._send_back_works:
+            return messages
         service = self._service
-        for message in batch:
+        for index, message in enumerate(messages):
             try:
                 yield from call(
-                    Transport.send_back, service.config.consumer_group, message, service.settings.max_reconsume_times
+                    Transport.send_back, service.config.consumer_group, message, max_reconsume_times, delay_level
                 )
             except TransportError as error:
                 if error.code == "UNIMPLEMENTED":
-                    self._send_back = False
+                    self._send_back_works = False
                     log.info("%s", error)
                 else:
-                    service.health.failed("send back to the retry topic", error)
-                return False
-        return True
+                    service.health.failed(SEND_BACK_KIND, error)
+                return messages[index:]
+        service.health.ok(SEND_BACK_KIND)
+        return []
 
-    def _chunk_done(self, mq: MessageQueue, run: QueueRun, result: _Chunk) -> None:
-        """(Service context.) Tell the core what a consume task did, put back in front what it did not hand out
-        (unless the queue is being given up: then its next owner pulls them), and hand out more. A task of a
-        queue dropped since (its run replaced or gone) tells nothing: the core has forgotten that process queue,
-        and its offsets would be taken for those of the queue's next one."""
+    def _chunk_done(self, mq: MessageQueue, run: QueueRun, result: _Chunk, ends_task: bool = True) -> None:
+        """Tell the core what a consume task did (``ends_task``; else what became of a timed-out batch), put back
+        in front what it did not hand out (unless the queue is being given up: then its next owner pulls them),
+        and hand out more. A task of a queue dropped since (its run replaced or gone) tells nothing: the core has
+        forgotten that process queue, and its offsets would be taken for those of the queue's next one."""
         if self._runs.get(mq) is not run:
             return
         service = self._service
-        run.busy -= 1
+        if ends_task:
+            run.busy -= 1
         if result.consumed:
             run.cached_bytes -= sum(len(m.body) for m in result.consumed)
             service.handle(MessagesConsumed(mq, tuple(m.queue_offset for m in result.consumed)))
         if result.returned:
             if not run.stopped:
                 run.buffered.extendleft(reversed(result.returned))
-                if result.orderly_failure:
-                    run.paused_until = time.monotonic() + service.settings.retry_delay
+                if result.suspend is not None:
+                    run.paused_until = time.monotonic() + result.suspend
             service.handle(MessagesReturned(mq, tuple(m.queue_offset for m in result.returned)))
         for batch in result.retry:
             self._retry_later(mq, run, batch)
@@ -266,14 +431,75 @@ class Dispatch:
 
         service.later(service.settings.retry_delay, retry)
 
+    # ------------------------------------------------------------------ the consume timeout
+
+    def _check_interval(self) -> float:
+        return min(1.0, self._service.settings.consume_timeout / 10)
+
+    def _check_calls(self) -> None:
+        """(Service context, every :meth:`_check_interval`.) Give up the calls past ``consume_timeout`` (orderly:
+        report them), and clear the report once every such call has returned."""
+        service = self._service
+        if service.closing.is_set():
+            return
+        now = time.monotonic()
+        timeout = service.settings.consume_timeout
+        for running in self._calls.copy():  # one atomic copy: consume threads add and take calls meanwhile
+            if now - running.started < timeout:
+                continue
+            if service.config.consume_orderly:
+                if not running.reported:
+                    running.reported = True
+                    self._overdue.append(running)
+                    self._report_overdue(running, now, "the queue waits for it: an orderly queue keeps its order")
+            elif self._calls.pop(running, False):
+                self._expire(running, now)
+        was_overdue = bool(self._overdue)
+        self._overdue = [c for c in self._overdue if not c.over]
+        if was_overdue and not self._overdue:
+            service.health.ok(CONSUME_TIMEOUT_KIND)
+        service.later(self._check_interval(), self._check_calls)
+
+    def _report_overdue(self, running: _Call, now: float, then: str) -> None:
+        offsets = [m.queue_offset for m in running.batch]
+        self._service.health.failed(
+            CONSUME_TIMEOUT_KIND,
+            ConsumeTimeoutError(
+                f"a listener call on {running.mq} offsets {offsets} started {now - running.started:.1f} s ago, past "
+                f"consume_timeout {self._service.settings.consume_timeout:g} s; {then}"
+            ),
+        )
+
+    def _expire(self, running: _Call, now: float) -> None:
+        """A concurrent call past the timeout, taken from its task: its batch is sent back (then done with, or
+        retried here if it cannot be), the chunk's unstarted messages are handed out again, the task's account is
+        closed for it, and health says so until the call returns."""
+        self._overdue.append(running)
+        self._report_overdue(running, now, "its batch is sent back and the queue moves on; the call goes on")
+        result = running.result
+        result.returned = running.rest
+        self._chunk_done(running.mq, running.run, result)
+        steps = self._send_back(
+            running.batch, EXPIRED_DELAY_LEVEL, self._service.settings.concurrent_max_reconsume_times
+        )
+        self._service.spawn("io", "send back of a timed-out batch", steps, partial(self._expired_sent, running))
+
+    def _expired_sent(self, running: _Call, unsent: list[Message]) -> None:
+        batch = running.batch
+        sent = batch[: len(batch) - len(unsent)]
+        self._chunk_done(running.mq, running.run, _Chunk(consumed=sent, retry=[unsent] if unsent else []), False)
+
 
 def consume_directly(listener: MessageListener | None, message: Message) -> Steps[tuple[bool, str]]:
-    """CONSUME_MESSAGE_DIRECTLY (``mqadmin consumeMessage``): the listener's verdict on one message, outside the
+    """CONSUME_MESSAGE_DIRECTLY (``mqadmin consumeMessage``): the listener's answer on one message, outside the
     queue's order and offsets, as Java does it (BrokerRequests)."""
     if listener is None:
         return False, "pull-style consumer: no message listener"
     try:
-        yield Invoke(listener, ([message],))
+        value = yield Invoke(listener, ([message],))
     except Exception as error:
         return False, f"{type(error).__name__}: {error}"
-    return True, ""
+    answer = _answer(value, 1)
+    if answer is None:
+        return False, f"the listener returned {reprlib.repr(value)}, which is not an answer"
+    return (True, "") if answer.consumed else (False, "RECONSUME_LATER")

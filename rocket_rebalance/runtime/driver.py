@@ -512,7 +512,9 @@ class Driver(ABC):
                 "pullThresholdForQueue": str(settings.pull_threshold_for_queue),
                 "pullThresholdSizeForQueue": str(settings.pull_threshold_size_for_queue),
                 "consumeConcurrentlyMaxSpan": str(settings.consume_concurrently_max_span),
-                "maxReconsumeTimes": str(settings.max_reconsume_times),
+                "maxReconsumeTimes": str(-1 if settings.max_reconsume_times is None else settings.max_reconsume_times),
+                "consumeTimeout": str(round(settings.consume_timeout / 60)),  # Java's is in minutes
+                "suspendCurrentQueueTimeMillis": str(round(settings.suspend_current_queue_time * 1000)),
                 "heartbeatBrokerInterval": str(round(config.heartbeat_interval * 1000)),
                 "persistConsumerOffsetInterval": str(round(config.persist_interval * 1000)),
                 "pollNameServerInterval": str(round(config.route_refresh_interval * 1000)),

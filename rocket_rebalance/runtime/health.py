@@ -6,7 +6,8 @@ file). Each kind of failure ("route of TopicTest", "pull", "persist offsets") is
 (ERROR where data is at stake) the first time and then at most once per ``quiet_interval`` with a count, so a
 flood of retries cannot flood the log; the next success of that kind clears it and says so. The application reads
 the same state: :attr:`Health.healthy`, :meth:`Health.report` (in ``describe()`` and the SIGUSR1 dump), and an
-``on_error(kind, error)`` hook called on every failure.
+``on_error(kind, error)`` hook, told when the log is and whenever a kind fails with another type of error than it
+last told: a listener that always raises would otherwise call it for every batch, hundreds of times a second.
 
 A call made to every broker ("heartbeat", "pull", "broker connection") is one kind whatever the number of
 brokers, with the brokers where it fails named in it (``at=``): a kind per broker would log a line per broker
@@ -38,6 +39,7 @@ class _Problem:
     last: float
     logged_at: float
     unlogged: int = 0
+    told: type[Exception] | None = None  # the type of error on_error last heard of for this kind
     places: set[str] = field(default_factory=set)  # where it fails (``at=``)
 
     def where(self) -> str:
@@ -63,9 +65,9 @@ class Health:
     def failed(
         self, kind: str, error: Exception, level: int = logging.WARNING, traceback: bool = False, at: str | None = None
     ) -> None:
-        """Record a failure of ``kind`` (``at`` one broker, for a kind that spans them); log it unless the same
-        kind was logged less than ``quiet_interval`` ago (with its traceback when asked: an application's own
-        code failed, and where matters)."""
+        """Record a failure of ``kind`` (``at`` one broker, for a kind that spans them); log it and tell
+        ``on_error`` unless the same kind was logged less than ``quiet_interval`` ago (with its traceback when
+        asked: an application's own code failed, and where matters); a new type of error is told at once."""
         now = self._clock()
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         with self._lock:
@@ -82,10 +84,12 @@ class Health:
                 where = problem.where()
             else:
                 problem.unlogged += 1
+            tell = say or type(error) is not problem.told
+            problem.told = type(error)
         if say:
             more = f" ({repeated} more failures since the last report)" if repeated else ""
             log.log(level, "%s failing%s: %s%s", kind, where, message, more, exc_info=error if traceback else None)
-        if self._on_error is not None:
+        if tell and self._on_error is not None:
             try:
                 self._on_error(kind, error)
             except Exception:  # the application's hook must not break the consumer

@@ -18,14 +18,17 @@ from rocket_rebalance.runtime.transport import Message
 
 __all__ = [
     "BROKER_CALL_THREADS",
+    "DEFAULT_MAX_RECONSUME_TIMES",
     "HANDOVER_KIND",
     "LOCK_WAIT_KIND",
     "MIB",
     "ClientIdSharedError",
+    "ConsumeTimeoutError",
     "EngineSettings",
     "HandoverStuckError",
     "HandoverWithoutOffsetError",
     "ListenerError",
+    "ListenerResultError",
     "LockWaitError",
     "MemberListTooLongError",
     "MessageListener",
@@ -47,6 +50,16 @@ class ListenerError(Exception):
         offsets = [m.queue_offset for m in batch]
         super().__init__(f"{type(error).__name__}: {error} on {mq} offsets {offsets}; {then}")
         self.__cause__ = error  # logged with its traceback, as the cause
+
+
+class ListenerResultError(TypeError):
+    """A listener returned something that is not an answer (``False``, a string ...): said once per listener, and
+    taken as ``RECONSUME_LATER``, so the messages come again rather than being lost to a mistaken ``return``."""
+
+
+class ConsumeTimeoutError(TimeoutError):
+    """A listener call ran past ``consume_timeout``: its batch was sent back to the retry topic and the queue moved
+    on (concurrent), or the call was cancelled (``async def``), or the queue waits for it (orderly, threads)."""
 
 
 class QueueNotAssignedError(LookupError):
@@ -109,11 +122,13 @@ class MemberListTooLongError(Exception):
 LOCK_WAIT_KIND = "locks of allocated queues"
 HANDOVER_KIND = "handovers of released queues"
 MIB = 1024 * 1024
+DEFAULT_MAX_RECONSUME_TIMES = 16  # Java's for a concurrent consumer that sets none
 BROKER_CALL_THREADS = 4  # heartbeats (and, at shutdown, unregisters) in flight at once, however many brokers
 
 MessageListener = Callable[[list[Message]], Any]
-"""Consumes a batch; raising means "not consumed": the batch is retried while the queue is still ours. May be
-``async def`` (awaited by the asyncio consumers)."""
+"""Consumes a batch and says how it went: returns None or a :class:`~rocket_rebalance.runtime.listener.ConsumeResult`
+or :class:`~rocket_rebalance.runtime.listener.Reconsume`; raising means ``RECONSUME_LATER``. May be ``async def``
+(awaited by the asyncio consumers)."""
 
 QueueListener = Callable[[str, Sequence[MessageQueue], Sequence[MessageQueue]], Any]
 """Java's ``MessageQueueListener.messageQueueChanged(topic, mqAll, mqDivided)``."""
@@ -133,16 +148,37 @@ class EngineSettings:
     pull_threshold_size_for_queue: int = 100  # ... or this many MiB of bodies
     consume_concurrently_max_span: int = 2000  # ... or (concurrent) this many offsets from its oldest to its newest
     io_threads: int = 8
-    retry_delay: float = 1.0
+    retry_delay: float = 5.0
+    """A concurrent batch the listener refused that could not be sent back is given to it again after this
+    (Java's ``submitConsumeRequestLater``, 5 s)."""
+    suspend_current_queue_time: float = 1.0  # an orderly queue waits this long after a failed batch (Java, in ms)
+    consume_timeout: float = 900.0
+    """A listener call running this long is given up (Java's ``consumeTimeout``, 15 min): see
+    :mod:`~rocket_rebalance.runtime.dispatch`."""
     reconnect_backoff: tuple[float, float] = (0.2, 5.0)
-    max_reconsume_times: int = 16  # Java's default for concurrent consumers; the broker then moves it to the DLQ
+    max_reconsume_times: int | None = None
+    """Consumptions of a failing message before it goes to the dead-letter queue. None is Java's default (its -1):
+    16 for a concurrent consumer (the broker's rule), no limit for an orderly one, which retries in place."""
     lock_wait_report: float = 10.0  # a queue of ours whose lock is refused this long is reported (core rule L7)
+
+    @property
+    def concurrent_max_reconsume_times(self) -> int:
+        """The broker's limit for a concurrent consumer's messages: ``max_reconsume_times``, or Java's 16."""
+        return DEFAULT_MAX_RECONSUME_TIMES if self.max_reconsume_times is None else self.max_reconsume_times
 
     def __post_init__(self) -> None:
         """The durations, by the library's one check: a NaN or zero backoff would spin a thread; the counts
         must be positive, or nothing would ever be pulled or handed out."""
         check_duration("pull_error_backoff", self.pull_error_backoff)
         check_duration("retry_delay", self.retry_delay)
+        check_duration("suspend_current_queue_time", self.suspend_current_queue_time)
+        check_duration("consume_timeout", self.consume_timeout)
+        if self.max_reconsume_times is not None and (
+            isinstance(self.max_reconsume_times, bool)
+            or not isinstance(self.max_reconsume_times, int)
+            or self.max_reconsume_times < 0
+        ):
+            raise ValueError(f"max_reconsume_times must be None or 0 or more, got {self.max_reconsume_times!r}")
         check_duration("lock_wait_report", self.lock_wait_report)
         low, high = self.reconnect_backoff
         check_duration("reconnect_backoff", low)

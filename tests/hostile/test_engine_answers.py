@@ -69,7 +69,7 @@ class Altered(GrpcTransport):
 
         super().pull(mq, consumer_group, offset, max_messages, wait_ms, altered)
 
-    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int) -> None:
         """Taken, as a broker takes it (the stub keeps no retry topic)."""
         self.sent_back.append(message)
 

@@ -84,7 +84,7 @@ def test_every_call_of_a_consumer_against_a_real_broker(rocketmq: RocketMQCluste
             assert await transport.lock("broker-a", group, "127.0.0.1@someone-else", [mq]) == set()
             await transport.unlock("broker-a", group, client, [mq])
             assert await transport.lock("broker-a", group, "127.0.0.1@someone-else", [mq]) == {mq}
-            await transport.send_back(group, pulled.messages[2], 16)  # into the retry topic (after its delay)
+            await transport.send_back(group, pulled.messages[2], 16, 0)  # into the retry topic (after its delay)
             for broker in ("broker-a", "broker-b"):
                 await transport.unregister(broker, client, group)
             with pytest.raises(TransportError):

@@ -275,7 +275,7 @@ def test_sends_pulls_and_offsets_of_a_queue(start_stub: StartStub) -> None:
         queue_id, offsets = await transport.send(TOPIC, "broker-b", [b"any"])
         assert 0 <= queue_id < 4 and len(offsets) == 1  # the broker picks the queue
         with pytest.raises(TransportError, match="keeps no retry topics") as send_back:
-            await transport.send_back(GROUP, result.messages[0], 16)
+            await transport.send_back(GROUP, result.messages[0], 16, 0)
         assert send_back.value.code == "UNIMPLEMENTED"
 
     run_with(server.address, scenario)

@@ -27,7 +27,7 @@ class AcceptsSendBack(GrpcTransport):
         self.sent: list[Message] = []
         self.sent_lock = threading.Lock()
 
-    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int) -> None:
         with self.sent_lock:
             self.sent.append(message)
 

@@ -5,6 +5,11 @@
 //   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
 //        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10] [--tags EXPR | --sql EXPR]
 // (--tags / --sql: every --topic is subscribed with that tag or SQL92 expression instead of "*").
+//        [--answers] [--batch N] [--max-reconsume-times N]
+// --answers: the listener answers by the messages' tags, as tests/rocketmq/test_listener_results.py asks of ours
+// (the positive control): "later" on its first delivery, RECONSUME_LATER; "dlq", RECONSUME_LATER with delay level -1;
+// "rest" on its first delivery, ackIndex just before it (its batch's messages before it consumed); "poison", orderly,
+// SUSPEND_CURRENT_QUEUE_A_MOMENT for 100 ms. --batch: consumeMessageBatchMaxSize; --max-reconsume-times: as named.
 // With $ROCKETMQ_ACCESS_KEY and $ROCKETMQ_SECRET_KEY set, every request is signed (AclClientRPCHook).
 // The instance name may carry backslash-u escapes of UTF-16 units (non-ASCII IDs survive any locale that way).
 import java.util.*;
@@ -60,7 +65,7 @@ public class Peer {
         String group = o.get("group").get(0), instance = unescape(o.get("instance").get(0));
         String strategy = o.getOrDefault("strategy", List.of("AVG")).get(0);
         long workMs = Long.parseLong(o.getOrDefault("work-ms", List.of("0")).get(0));
-        boolean orderly = o.containsKey("orderly");
+        boolean orderly = o.containsKey("orderly"), answers = o.containsKey("answers");
 
         // ACL credentials come from the environment, as the Python CLI reads them: never on a command line.
         String accessKey = System.getenv("ROCKETMQ_ACCESS_KEY"), secretKey = System.getenv("ROCKETMQ_SECRET_KEY");
@@ -85,6 +90,9 @@ public class Peer {
                 break;
             default: throw new IllegalArgumentException("unknown strategy " + strategy);
         }
+        if (o.containsKey("batch")) consumer.setConsumeMessageBatchMaxSize(Integer.parseInt(o.get("batch").get(0)));
+        if (o.containsKey("max-reconsume-times"))
+            consumer.setMaxReconsumeTimes(Integer.parseInt(o.get("max-reconsume-times").get(0)));
         for (String topic : o.get("topic")) {
             if (o.containsKey("sql")) consumer.subscribe(topic, MessageSelector.bySql(o.get("sql").get(0)));
             else consumer.subscribe(topic, o.getOrDefault("tags", List.of("*")).get(0));
@@ -96,12 +104,16 @@ public class Peer {
         if (orderly) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
                 consume(id, msgs, workMs);
+                if (answers && msgs.stream().anyMatch(m -> "poison".equals(m.getTags()))) {
+                    ctx.setSuspendCurrentQueueTimeMillis(100);
+                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT;
+                }
                 return ConsumeOrderlyStatus.SUCCESS;
             });
         } else {
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
                 consume(id, msgs, workMs);
-                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                return answers ? answer(msgs, ctx) : ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
         }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -111,6 +123,23 @@ public class Peer {
         consumer.start();
         emit("STARTED", "{\"client\":" + id + "}");
         Thread.currentThread().join();
+    }
+
+    static ConsumeConcurrentlyStatus answer(List<MessageExt> msgs, ConsumeConcurrentlyContext ctx) {
+        for (int i = 0; i < msgs.size(); i++) {
+            MessageExt m = msgs.get(i);
+            boolean first = m.getReconsumeTimes() == 0;
+            if ("dlq".equals(m.getTags())) {
+                ctx.setDelayLevelWhenNextConsume(-1);
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            }
+            if ("later".equals(m.getTags()) && first) return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            if ("rest".equals(m.getTags()) && first) {
+                ctx.setAckIndex(i - 1);
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            }
+        }
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
     }
 
     static void consume(String id, List<MessageExt> msgs, long workMs) {

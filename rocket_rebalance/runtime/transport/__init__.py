@@ -428,9 +428,11 @@ class Transport(Protocol):
         message carries ``tags``, ``keys`` (space-separated) and ``properties``, as Java's ``Message`` does."""
         ...
 
-    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
-        """Give a message the listener failed on back to the broker (its retry topic), as Java does; raises
-        :class:`TransportError` with code ``UNIMPLEMENTED`` where the server keeps no retry topics."""
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int) -> None:
+        """Give a message the listener failed on back to the broker, as Java does: its retry topic, after the delay
+        of ``delay_level`` (0: the broker picks 3 + the reconsume count), or the group's dead-letter queue once it
+        was reconsumed ``max_reconsume_times`` or when ``delay_level`` is -1. Raises :class:`TransportError` with
+        code ``UNIMPLEMENTED`` where the server keeps no retry topics."""
         ...
 
     def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
@@ -569,7 +571,9 @@ class AsyncTransport(Protocol):
         properties: Mapping[str, str] | None = None,
     ) -> tuple[int, list[int]]: ...
 
-    async def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None: ...
+    async def send_back(
+        self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int
+    ) -> None: ...
 
     async def connect(
         self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded

@@ -267,7 +267,7 @@ class GrpcTransport:
             return
         future.add_done_callback(finished)
 
-    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int) -> None:
         self._calls.refuse_send_back()
 
     def attach(self, client: BrokerRequests) -> None:

@@ -196,7 +196,9 @@ class AsyncGrpcTransport:
         """Tag expressions pass (the stub filters by them); SQL92 is refused in one line."""
         self._calls.check_subscription(topic, expression)
 
-    async def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> None:
+    async def send_back(
+        self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int
+    ) -> None:
         self._calls.refuse_send_back()
 
     def attach(self, client: AsyncBrokerRequests) -> None:

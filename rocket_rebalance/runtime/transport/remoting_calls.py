@@ -328,14 +328,15 @@ class RemotingCalls(RemotingWire):
         answer = yield from self.ok(address, f"{code.name} {mq}", request(code, ext))
         return int_field(answer, "offset", code.name, address)
 
-    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int) -> Op[None]:
+    def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int) -> Op[None]:
         """CONSUMER_SEND_MSG_BACK: the broker stores the message again in ``%RETRY%<group>`` (delay level 0: the
-        broker picks 3 + reconsume times) or, past ``max_reconsume_times``, in the dead-letter queue."""
+        broker picks 3 + reconsume times) or, past ``max_reconsume_times`` or at delay level -1, in the dead-letter
+        queue."""
         address = yield from self.master(message.mq.broker_name)
         ext = headers.consumer_send_msg_back(
             consumer_group,
             commit_log_offset=message.commit_log_offset,
-            delay_level=0,
+            delay_level=delay_level,
             origin_msg_id=message.msg_id,
             origin_topic=message.topic,
             max_reconsume_times=max_reconsume_times,
