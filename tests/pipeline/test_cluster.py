@@ -64,6 +64,7 @@ def rows(out: Path, name: str) -> list[str]:
     return sorted(json.dumps(row, sort_keys=True) for row in pq.read_table(out / f"{name}.parquet").to_pylist())
 
 
+@pytest.mark.timeout(1200)  # a bound for hangs: a standalone cluster, a fleet and two Spark runs, on a busy machine too
 def test_spark_submit_to_a_standalone_cluster_equals_a_local_run(
     cluster: StandaloneCluster, fleet: tuple[Path, Path], local_run: Path, tmp_path: Path
 ) -> None:
@@ -82,7 +83,7 @@ def test_spark_submit_to_a_standalone_cluster_equals_a_local_run(
     ]  # fmt: skip
     env = {**os.environ, **PYTHON_ENV, "SPARK_LOCAL_IP": "127.0.0.1"}
     earlier = {app["id"] for app in cluster.state()["completedapps"]}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "impact [" in done.stdout + done.stderr  # spark-submit relays the Python driver's progress lines
     assert (out / "report.md").exists()  # drawn on the driver from the executors' tables
