@@ -22,6 +22,7 @@ __all__ = [
     "FetchConsumerList",
     "FetchRoutes",
     "HandoverWithoutOffset",
+    "OffsetResetApplied",
     "LockQueues",
     "PersistOffsets",
     "QueryMaxOffset",
@@ -204,6 +205,16 @@ class ClientIdShared(Action):
     client_id: str
     consumers: int
     withheld: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetResetApplied(Action):
+    """An operator's reset of ``mq`` is taken (rule O5): its commit offset ``previous`` becomes ``offset``, the one
+    backward move (or a jump forward) no member undoes; fire-and-forget, for the log."""
+
+    mq: MessageQueue
+    previous: int | None
+    offset: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ __all__ = [
     "MessagesDispatched",
     "MessagesPulled",
     "OffsetIllegal",
+    "OffsetsReset",
     "OffsetLookupFailed",
     "OffsetQueried",
     "OffsetRead",
@@ -246,6 +247,14 @@ class OffsetIllegal(Event):
 
     mq: MessageQueue
     next_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsReset(Event):
+    """An operator reset the group's offsets of these queues (RESET_CONSUMER_CLIENT_OFFSET: a broker with
+    ``useServerSideResetOffset=false`` asks each member to apply it, rule O5)."""
+
+    offsets: Mapping[MessageQueue, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,6 +127,17 @@ Offsets
       offset up to it. ``PersistRequested`` (``commit()``) writes every held queue's commit offset at once, as the
       periodic write does (L5 and O3 apply).
 
+  O5. An operator's reset (``OffsetsReset``: a broker with ``useServerSideResetOffset=false`` sends it to every
+      member; with the broker's default, ``true``, the next pull answers OFFSET_ILLEGAL at the reset offset and
+      O2 applies) is the one backward move of an offset that no write of ours may undo. Each named queue we hold
+      takes the reset offset as the offset its release freezes at: an active queue is released for it (L3's drain,
+      then the reset offset persisted, then taken again by the next round, which reads it back); one already
+      releasing freezes at it instead (a frozen one writes it after the write on the way, O3); one being acquired
+      starts at it and writes it at once. ``OffsetResetApplied`` says from where to where. Every write of the
+      queue after the reset's carries the reset offset or one after it: the old position is never written again,
+      the handover's and the shutdown's final writes included. A queue we do not hold is its holder's to reset
+      (Java ignores those too).
+
 Time
   M1. Every timer is a deadline compared with ``now``; after each event the core emits ``WakeAt(t)`` when its
       earliest deadline changed (and after every ``Tick``), and expects a ``Tick`` then; an early Tick is
@@ -169,6 +180,7 @@ from rocket_rebalance.core.actions import (
     FetchRoutes,
     HandoverWithoutOffset,
     LockQueues,
+    OffsetResetApplied,
     PersistOffsets,
     QueryMaxOffset,
     QueuesChanged,
@@ -202,6 +214,7 @@ from rocket_rebalance.core.events import (
     OffsetRead,
     OffsetsPersisted,
     OffsetsPersistFailed,
+    OffsetsReset,
     PersistRequested,
     QueueSeeked,
     QueuesRevoked,
@@ -258,6 +271,7 @@ QueueCause = Literal[
     "look-up failed",
     "released",
     "offset illegal",
+    "offset reset",
     "drained",
     "revoke asked",
     "revoked",
@@ -322,6 +336,7 @@ QUEUE_TRANSITIONS: Mapping[QueueState | None, Mapping[QueueCause, QueueState | N
     QueueState.ACTIVE: {
         "released": QueueState.DRAINING,  # T1, L3: StopQueue (no longer allocated, not pulled, R5, L6, M2)
         "offset illegal": QueueState.DRAINING,  # O2: StopQueue; the release freezes at the broker's next offset
+        "offset reset": QueueState.DRAINING,  # O5: StopQueue; released (L3) to freeze at the operator's offset
         **_LOST,
     },
     QueueState.DRAINING: {
@@ -378,6 +393,7 @@ class _Entry:
     last_persist_sent: float = -_NEVER
     refused_since: float | None = None  # L7: when the broker first refused the lock we are still waiting for
     release_failures: int = 0  # L8: failed writes of the release's frozen offset
+    reset_to: int | None = None  # O5: an operator's reset offset, which the release freezes at (or the start takes)
     release_stuck_since: float | None = None  # L8: when the first of them failed
     release_offset: int | None = None  # O2: the offset the release freezes at, once revoked (L10)
 
@@ -468,6 +484,7 @@ class RebalanceCore:
             MessagesConsumed: self._on_handed_back,
             MessagesReturned: self._on_handed_back,
             OffsetIllegal: self._on_offset_illegal,
+            OffsetsReset: self._on_offsets_reset,
             QueueSeeked: self._on_seeked,
             PersistRequested: self._on_persist_requested,
             ShutdownRequested: self._on_shutdown,
@@ -910,9 +927,12 @@ class RebalanceCore:
             return
         self._move(entry, cause)
         entry.deadline = _NEVER
-        entry.pq = ProcessQueue(entry.mq, offset, now)
-        self._emit(StartQueue(entry.mq, offset))
+        reset, entry.reset_to = entry.reset_to, None
+        entry.pq = ProcessQueue(entry.mq, offset if reset is None else reset, now)
+        self._emit(StartQueue(entry.mq, entry.pq.commit_offset))
         self.history.queue_started(entry.mq, now)
+        if reset is not None:  # O5: reset while it was being acquired: the store has the old offset until now
+            self._send_persist(entry, reset, now)
 
     # ------------------------------------------------------------------ locks (L1, L2, L4)
 
@@ -1103,8 +1123,9 @@ class RebalanceCore:
 
     # ------------------------------------------------------------------ release (T3, L3)
 
-    def _release(self, entry: _Entry, now: float) -> None:
-        """Begin giving ``entry`` back: cancel an acquisition, or drain / persist / unlock an active queue."""
+    def _release(self, entry: _Entry, now: float, cause: QueueCause = "released") -> None:
+        """Begin giving ``entry`` back: cancel an acquisition, or drain / persist / unlock an active queue (by
+        ``cause``: no longer ours, or an operator's reset, O5)."""
         if entry.state in _RELEASING:
             return
         if entry.state in _ACQUIRING:
@@ -1113,7 +1134,7 @@ class RebalanceCore:
                 self._send_unlock(entry.mq, now)
             return
         self._emit(StopQueue(entry.mq))
-        self._move(entry, "released")
+        self._move(entry, cause)
         if self.config.drains_on_release and entry.pq is not None and entry.pq.dispatched_count:
             # Orderly waits for the message being consumed however long it takes (as Java's consume lock does):
             # two consumers must never process one queue at once. The concurrent fence waits a bounded time.
@@ -1146,7 +1167,7 @@ class RebalanceCore:
         if self.config.uses_locks and not self._lock_valid(entry, now):
             self._lose(entry, "lock lapsed", now)  # L5: never write an offset without the lock
             return
-        entry.frozen_offset = entry.pq.freeze(offset)
+        entry.frozen_offset = entry.pq.freeze(offset if entry.reset_to is None else entry.reset_to)
         self._move(entry, cause)
         entry.deadline = _NEVER
         if entry.acked == entry.frozen_offset and not entry.persist_in_flight:
@@ -1155,7 +1176,10 @@ class RebalanceCore:
             self._send_persist(entry, entry.frozen_offset, now)
 
     def _send_persist(self, entry: _Entry, offset: int, now: float) -> None:
-        """O3: write ``offset`` unless a write of this queue is already on the way (then write after its answer)."""
+        """O3: write ``offset`` unless a write of this queue is already on the way (then write after its answer).
+        O5: while an operator's reset waits for the queue's release, every write carries the reset offset."""
+        if entry.reset_to is not None:
+            offset = entry.reset_to
         if entry.persist_in_flight and entry.mq not in self._out_persist:
             entry.persist_again = True
             return
@@ -1201,8 +1225,9 @@ class RebalanceCore:
         if entry.holds_lock:
             self._send_unlock(entry.mq, now)
         if entry.mq in self._allocated.get(entry.mq.topic, frozenset()):
-            # wanted again (or OFFSET_ILLEGAL, O2): take it back at once
-            self._request_round(now, Trigger.RETRY, f"{entry.mq} released and wanted again", Failure.WANTED_BACK)
+            # wanted again (or OFFSET_ILLEGAL, O2, or an operator's reset, O5): take it back at once
+            why = "released and wanted again" if entry.reset_to is None else f"reset to {entry.reset_to}: taken again"
+            self._request_round(now, Trigger.RETRY, f"{entry.mq} {why}", Failure.WANTED_BACK)
 
     def _on_persisted(self, event: OffsetsPersisted, now: float) -> None:
         for mq, offset in event.offsets.items():
@@ -1251,6 +1276,22 @@ class RebalanceCore:
             self._emit(StopQueue(entry.mq))
             self._move(entry, "offset illegal")
         self._drained(entry, now, max(0, event.next_offset))  # the round follows the release (T3)
+
+    def _on_offsets_reset(self, event: OffsetsReset, now: float) -> None:
+        """O5: each named queue we hold goes on from the operator's offset, and nothing of ours writes the old one
+        after it."""
+        for mq in sort_queues(event.offsets):
+            entry = self._entries.get(mq)
+            if entry is None:
+                continue
+            offset = max(0, event.offsets[mq])
+            self._emit(OffsetResetApplied(mq, entry.acked if entry.pq is None else entry.pq.commit_offset, offset))
+            entry.reset_to = offset
+            if entry.state is QueueState.ACTIVE:
+                self._release(entry, now, "offset reset")  # then taken again by the round its release asks for
+            elif entry.state is QueueState.PERSISTING and entry.pq is not None:
+                entry.frozen_offset = entry.pq.freeze(offset)
+                self._send_persist(entry, offset, now)  # after the write on the way, if one is (O3)
 
     def _on_seeked(self, event: QueueSeeked, now: float) -> None:
         entry = self._entries.get(event.mq)

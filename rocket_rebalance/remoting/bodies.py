@@ -44,12 +44,14 @@ __all__ = [
     "Subscription",
     "encode_check_client",
     "encode_consume_directly_result",
+    "encode_consumer_status",
     "encode_heartbeat",
     "encode_lock_body",
     "encode_query_assignment",
     "encode_running_info",
     "parse_cluster_info",
     "parse_consume_stats",
+    "parse_reset_offset_body",
     "parse_consumer_connection",
     "parse_consumer_list",
     "parse_lock_result",
@@ -527,6 +529,25 @@ def parse_consume_stats(body: bytes) -> ConsumeStats:
             last_timestamp=_optional(row, "lastTimestamp", 0, _int, where),
         )
     return ConsumeStats(_optional(document, "consumeTps", 0.0, _float, "consumeStats"), offsets)
+
+
+# ---------------------------------------------------------------------------------------------- offset resets
+
+
+def parse_reset_offset_body(body: bytes) -> dict[MessageQueue, int]:
+    """A ``ResetOffsetBody`` (RESET_CONSUMER_CLIENT_OFFSET's): ``offsetTable``, message-queue objects as keys."""
+    document = _document(body, "reset offset body")
+    offsets: dict[MessageQueue, int] = {}
+    for key, value in _object_field(document, "offsetTable", "resetOffsetBody").items():
+        mq = _queue(key, "resetOffsetBody.offsetTable key")
+        offsets[mq] = _int(value, f"resetOffsetBody.offsetTable[{mq}]", minimum=-1)
+    return offsets
+
+
+def encode_consumer_status(offsets: Mapping[MessageQueue, int]) -> bytes:
+    """A ``GetConsumerStatusBody``, the answer to GET_CONSUMER_STATUS_FROM_CLIENT: each held queue's offset, in
+    ``MessageQueue`` order (Java's map), and no per-client table (that is filled in by the broker)."""
+    return _encode({"consumerTable": {}, "messageQueueTable": dict(sorted(offsets.items()))})
 
 
 # ---------------------------------------------------------------------------------------------- running info

@@ -40,8 +40,10 @@ from rocket_rebalance.core import (
     HandoverWithoutOffset,
     LockQueues,
     LockResult,
+    OffsetResetApplied,
     OffsetsPersisted,
     OffsetsPersistFailed,
+    OffsetsReset,
     PersistOffsets,
     QueryMaxOffset,
     QueuesChanged,
@@ -350,6 +352,8 @@ class Driver(ABC):
                 self.reports.client_id_shared(topic, client_id, consumers, withheld)
             case HandoverWithoutOffset(mq=mq, offset=offset, saved=saved, attempts=attempts):
                 self.reports.handover_without_offset(mq, offset, saved, attempts)
+            case OffsetResetApplied(mq=mq, previous=previous, offset=offset):
+                log.warning("%s: offset reset by an operator from %s to %d; consuming from there", mq, previous, offset)
             case ShutdownComplete():
                 self._shutdown_complete()
             case _:
@@ -473,6 +477,28 @@ class Driver(ABC):
 
         self.on_service(snapshot)
         return result
+
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (BrokerRequests), on the transport's reader: posted to the core (rule O5),
+        which applies it to the queues we hold."""
+        if consumer_group == self.config.consumer_group and offsets:
+            self.post(OffsetsReset(dict(offsets)))
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]:
+        """GET_CONSUMER_STATUS_FROM_CLIENT (BrokerRequests, ``mqadmin getConsumerStatus``): the commit offset of
+        each queue of ``topic`` we hold, as Java answers with its offset store's table."""
+        offsets: dict[MessageQueue, int] = {}
+        if consumer_group != self.config.consumer_group:
+            return offsets
+
+        def snapshot() -> None:
+            for mq in self.core.held_queues():
+                pq = self.core.process_queue(mq)
+                if mq.topic == topic and pq is not None:
+                    offsets[mq] = pq.commit_offset
+
+        self.on_service(snapshot)
+        return offsets
 
     def running_info(self) -> RunningInfo:
         """What a broker relays to ``mqadmin consumerStatus`` (BrokerRequests): our process-queue table with the

@@ -26,6 +26,8 @@ from rocket_rebalance.runtime.transport import Message, PullResult, PullStatus, 
 
 __all__ = ["FLOW_CONTROL_DELAY", "Pulling", "QueueRun"]
 
+log = logging.getLogger("rocket_rebalance.runtime")
+
 FLOW_CONTROL_DELAY = 0.05  # Java's PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
 
 
@@ -144,7 +146,14 @@ class Pulling:
         run = self._current(mq, generation)
         if run is None:
             return
-        if status == PullStatus.OFFSET_ILLEGAL:
+        if status == PullStatus.OFFSET_ILLEGAL:  # O2; also how a broker's own reset (its default) is announced
+            log.warning(
+                "%s: the broker moved the offset from %d to %d (an operator's reset, or messages gone); "
+                "consuming from there",
+                mq,
+                run.next_offset,
+                next_offset,
+            )
             self._service.handle(OffsetIllegal(mq, next_offset))
             return
         messages, next_offset = self._checked(mq, run.next_offset, next_offset, messages)

@@ -41,8 +41,10 @@ from rocket_rebalance.core import (
     OffsetLookupFailed,
     OffsetQueried,
     OffsetRead,
+    OffsetResetApplied,
     OffsetsPersisted,
     OffsetsPersistFailed,
+    OffsetsReset,
     PersistOffsets,
     QueryMaxOffset,
     QueuesChanged,
@@ -202,6 +204,7 @@ class SimConsumer:
     listener_calls: list[QueuesChanged] = field(default_factory=list)
     shared_id_reports: list[ClientIdShared] = field(default_factory=list)
     handovers_without_offset: list[HandoverWithoutOffset] = field(default_factory=list)
+    resets_applied: list[OffsetResetApplied] = field(default_factory=list)
     shutdown_complete: bool = False
     registered: bool = False  # this consumer's connection is in the broker's registry
     assigned: set[MessageQueue] = field(default_factory=set)  # what a rebalance listener was told it owns (L10)
@@ -233,6 +236,8 @@ class SimConsumer:
             self.shared_id_reports.append(action)
         elif isinstance(action, HandoverWithoutOffset):
             self.handovers_without_offset.append(action)
+        elif isinstance(action, OffsetResetApplied):
+            self.resets_applied.append(action)
         elif isinstance(action, WakeAt):
             self.wake_at = action.time
         elif isinstance(action, ShutdownComplete):
@@ -322,6 +327,8 @@ class Sim:
         self.crashed: set[str] = set()
         self.commit_seen: dict[int, tuple[object, int]] = {}  # keeps each queue alive so ids are never reused
         self.violations: list[str] = []
+        # operators' resets (rule O5): (queue, offset, writes of the queue before it, deliveries before it)
+        self.resets: list[tuple[MessageQueue, int, int, int]] = []
         self.moves = 0  # StartQueue / StopQueue / DropQueue actions seen
         self.queue_moves: set[Move] = set()  # every move of the queue transition table the cores made
         self.wrong_moves: list[str] = []  # moves the table does not have (the core raises on them, too)
@@ -366,6 +373,14 @@ class Sim:
         consumer.registered = True
         self.broker.registered.append(consumer.cid)
         self._notify_group()
+
+    def reset(self, mq: MessageQueue, offset: int) -> None:
+        """An operator resets the group's offset of ``mq``: the broker (``useServerSideResetOffset=false``) tells
+        every live member, each on its own connection, at once (RESET_CONSUMER_CLIENT_OFFSET is oneway)."""
+        written = len(self.broker.offset_history.get(mq, []))
+        self.resets.append((mq, offset, written, len(self.deliveries)))
+        for consumer in self.live():
+            consumer.feed(OffsetsReset({mq: offset}))
 
     def leave(self, consumer: SimConsumer) -> None:
         """Graceful shutdown: the core releases everything, then ``ShutdownComplete`` unregisters it."""

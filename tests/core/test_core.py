@@ -22,8 +22,10 @@ from rocket_rebalance.core import (
     OffsetLookupFailed,
     OffsetQueried,
     OffsetRead,
+    OffsetResetApplied,
     OffsetsPersisted,
     OffsetsPersistFailed,
+    OffsetsReset,
     PersistOffsets,
     QueryMaxOffset,
     QueuesChanged,
@@ -658,6 +660,63 @@ def test_offset_illegal_freezes_persists_drops_and_rebalances_at_once() -> None:
     assert DropQueue(mq) in actions and FetchConsumerList(T, "b0") in actions
     started = d.answer(d(ConsumerListFetched(T, (ME,))), offset=40)
     assert only(started, StartQueue) == [StartQueue(mq, 40)]
+
+
+def test_an_operators_reset_waits_for_the_write_on_its_way_and_nothing_writes_the_old_offset_after_it() -> None:
+    """O5: an active queue with a periodic write of its old position on the way when the reset comes: the reset
+    offset is written after that write's answer (O3), the queue drains (the fence), is dropped, unlocked and taken
+    again from the reset offset; no write after the reset's carries the old position, the drain's included."""
+    d = Drive()
+    d.start()
+    mq = QS[0]
+    d(MessagesPulled(mq, (5, 6, 7), 8), at=1.0)
+    d(MessagesDispatched(mq, (5,)))
+    (periodic,) = only(d(Tick(), at=5.0), PersistOffsets)
+    assert periodic.offsets[mq] == 5
+    actions = d(OffsetsReset({mq: 2, MessageQueue(T, "elsewhere", 0): 9}), at=5.1)  # not ours: not touched
+    assert only(actions, OffsetResetApplied) == [OffsetResetApplied(mq, 5, 2)]
+    assert StopQueue(mq) in actions and not only(actions, PersistOffsets)  # draining; a write is on the way
+    actions = d(MessagesConsumed(mq, (5,)), at=5.2)  # drained: frozen at 2, written after the old write's answer
+    assert not [p for p in only(actions, PersistOffsets) if mq in p.offsets]
+    actions = d(OffsetsPersisted(dict(periodic.offsets)), at=5.3)  # the old position lands first
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets) if mq in p.offsets] == [2]
+    actions = d(OffsetsPersisted({mq: 2}), at=5.4)
+    assert actions.index(DropQueue(mq)) < actions.index(UnlockQueues("b0", (mq,)))
+    d(QueuesUnlocked(frozenset({mq})), at=5.45)
+    started = d.answer(d(ConsumerListFetched(T, (ME,)), at=5.5), offset=2)  # the round its release asked for
+    assert only(started, StartQueue) == [StartQueue(mq, 2)]
+    later = [p.offsets[mq] for p in only(d(Tick(), at=10.0), PersistOffsets) if mq in p.offsets]
+    assert later == [2]
+
+
+def test_a_reset_while_the_offset_is_read_starts_there_and_writes_it() -> None:
+    """O5: a queue being acquired (its stored offset, the old one, on its way) starts at the reset offset."""
+    d = Drive(fenced_handover=False)
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS), "b0"))
+    reads = only(d(ConsumerListFetched(T, (ME,))), ReadOffset)
+    mq = reads[0].mq
+    d(OffsetsReset({mq: 1}), at=0.1)
+    actions = d(OffsetRead(mq, 7, reads[0].request_id), at=0.2)
+    assert only(actions, StartQueue) == [StartQueue(mq, 1)]
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [1]
+
+
+def test_a_reset_during_a_release_freezes_at_the_reset_offset() -> None:
+    """O5: a queue already frozen for its release writes the reset offset after the frozen one's write."""
+    d = Drive()
+    d.start()
+    mq = QS[3]
+    d(MessagesPulled(mq, (5, 6), 7), at=1.0)
+    d(MessagesDispatched(mq, (5, 6)))
+    d(MessagesConsumed(mq, (5, 6)))
+    actions = d.round((ME, OTHER), at=2.0)  # drained at once, frozen at 7, written
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets) if mq in p.offsets] == [7]
+    actions = d(OffsetsReset({mq: 0}), at=2.1)
+    assert not only(actions, PersistOffsets) and not only(actions, DropQueue)
+    actions = d(OffsetsPersisted({mq: 7}), at=2.2)  # the frozen write's answer: not the end, the reset follows
+    assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [0] and not only(actions, DropQueue)
+    assert DropQueue(mq) in d(OffsetsPersisted({mq: 0}), at=2.3)
 
 
 def test_pushed_queues_not_pulled_for_two_minutes_are_dropped() -> None:

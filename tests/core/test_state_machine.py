@@ -230,6 +230,13 @@ class RebalanceWorld(RuleBasedStateMachine):
         broker = self.sim.broker
         broker.min_offset[mq] = min(broker.max_offset[mq], broker.min_offset[mq] + 2)
 
+    @rule(mq=st.sampled_from(QUEUES), data=st.data())
+    def operator_resets(self, mq: MessageQueue, data: st.DataObject) -> None:
+        """``mqadmin resetOffsetByTime`` with the broker leaving the reset to its clients (rule O5): any offset
+        still stored, backwards or forwards."""
+        broker = self.sim.broker
+        self.sim.reset(mq, data.draw(st.integers(broker.min_offset[mq], broker.max_offset[mq])))
+
     @precondition(lambda self: any(c.pulling or any(c.dispatched.values()) for c in self.sim.live()))
     @rule(data=st.data(), dispatch=st.integers(0, 4), consume=st.integers(0, 4))
     def work(self, data: st.DataObject, dispatch: int, consume: int) -> None:
@@ -291,7 +298,20 @@ class RebalanceWorld(RuleBasedStateMachine):
         if not self.uses_locks:
             return  # without the fence an old owner's periodic write may land after the new owner's (as in Java)
         for mq, history in self.sim.broker.offset_history.items():
-            assert history == sorted(history) or mq in self._in_doubt(), f"{mq}: {history}"
+            for era in self._eras(mq, history):  # O5: a reset's write begins an era; each only moves forward
+                assert era == sorted(era) or mq in self._in_doubt(), f"{mq}: {history} (resets {self.sim.resets})"
+
+    def _eras(self, mq: MessageQueue, history: list[int]) -> list[list[int]]:
+        """``history`` cut at each reset's first write of its offset after the reset (writes of the old position
+        on their way then may land before it, never after: O3). A write of the old position after the reset's
+        makes its era go backwards at the next forward write."""
+        cuts = [0]
+        for reset_mq, offset, written, _ in self.sim.resets:
+            if reset_mq == mq:
+                after = next((i for i in range(max(written, cuts[-1]), len(history)) if history[i] == offset), None)
+                if after is not None:
+                    cuts.append(after)
+        return [history[a:b] for a, b in zip(cuts, [*cuts[1:], len(history)], strict=True)]
 
     @invariant()
     def no_queue_handed_out_by_two_consumers(self) -> None:
@@ -318,10 +338,15 @@ class RebalanceWorld(RuleBasedStateMachine):
             return
         # L8 gives a handover up only when its offset writes fail, which the graceful world never does
         assert not [h for c in self.sim.consumers for h in c.handovers_without_offset]
-        seen: dict[tuple[MessageQueue, int], str] = {}
-        for cid, mq, offset in self.sim.deliveries:
-            assert (mq, offset) not in seen, f"{mq}@{offset} handed to {seen[(mq, offset)]} and again to {cid}"
-            seen[(mq, offset)] = cid
+        seen: dict[tuple[MessageQueue, int], tuple[str, int]] = {}
+        for index, (cid, mq, offset) in enumerate(self.sim.deliveries):
+            earlier = seen.get((mq, offset))
+            replayed = earlier is not None and any(  # O5: an operator's reset to it, or before it, replays it
+                reset_mq == mq and to <= offset and earlier[1] < delivered <= index
+                for reset_mq, to, _, delivered in self.sim.resets
+            )
+            assert earlier is None or replayed, f"{mq}@{offset} handed to {earlier[0]} and again to {cid}"
+            seen[(mq, offset)] = (cid, index)
 
     def teardown(self) -> None:
         sim = self.sim
@@ -390,11 +415,14 @@ class RebalanceWorld(RuleBasedStateMachine):
         return True
 
     def _all_consumed(self) -> bool:
+        """Every message still stored was consumed, but those an operator's last reset of its queue skipped
+        (a reset forward, O5)."""
         broker = self.sim.broker
+        skipped = {mq: offset for mq, offset, _, _ in self.sim.resets}  # the last reset of each queue
         return all(
             (mq, offset) in self.sim.consumed
             for mq in ALL_QUEUES
-            for offset in range(broker.min_offset[mq], broker.max_offset[mq])
+            for offset in range(max(broker.min_offset[mq], skipped.get(mq, 0)), broker.max_offset[mq])
         )
 
 

@@ -122,9 +122,10 @@ SEEDS = 40  # the rarest row made at random, REVOKING by "lock refused", first c
 STEPS = 300
 
 
-def random_run(seed: int, mode: dict[str, object], where: ConsumeFromWhere) -> Sim:
+def random_run(seed: int, mode: dict[str, object], where: ConsumeFromWhere, resets: bool = False) -> Sim:
     """A group on the simulated broker (``tests.core.sim``) moved at random, as the hypothesis worlds move it, plus
-    answers that come after the core gave up on them (time passes and the requests stay): deterministic per seed."""
+    answers that come after the core gave up on them (time passes and the requests stay): deterministic per seed;
+    ``resets``: operators reset offsets too (O5), in a slice of the draws a run without them spends on its work."""
     rng = random.Random(seed)
     sim = Sim({TOPIC: QUEUES, retry_topic(GROUP): RETRY_QUEUES}, INTERVALS["broker_lock_lifetime"], rng.random() < 0.5)
     for mq in ALL_QUEUES:
@@ -175,6 +176,9 @@ def random_run(seed: int, mode: dict[str, object], where: ConsumeFromWhere) -> S
         elif r < 0.74:
             mq = rng.choice(QUEUES)
             sim.broker.min_offset[mq] = min(sim.broker.max_offset[mq], sim.broker.min_offset[mq] + 2)
+        elif resets and r < 0.75:
+            mq = rng.choice(QUEUES)
+            sim.reset(mq, rng.randint(sim.broker.min_offset[mq], sim.broker.max_offset[mq]))  # O5
         elif busy:
             consumer = rng.choice(busy)
             for mq in sorted(consumer.pulling):
@@ -207,9 +211,10 @@ def test_random_runs_make_only_moves_of_the_table_and_all_of_them_but_a_few() ->
     for seed in range(SEEDS):
         for index, mode in enumerate(MODES):
             for where in WHERE:
-                sim = random_run(seed * 100 + index, mode, where)
-                assert not sim.wrong_moves, sim.wrong_moves
-                made |= sim.queue_moves
+                for resets in (False, True):  # runs with operators' resets (O5) beside the same runs without
+                    sim = random_run(seed * 100 + index, mode, where, resets)
+                    assert not sim.wrong_moves, sim.wrong_moves
+                    made |= sim.queue_moves
     assert made_rows(made) <= TABLE
     assert {(before, cause): after for before, cause, after in made} == {  # each row always ends where it says
         row: QUEUE_TRANSITIONS[row[0]][row[1]] for row in made_rows(made)

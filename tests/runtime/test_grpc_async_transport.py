@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -399,6 +399,12 @@ class Reporting:
 
     async def consume_directly(self, message: Message) -> tuple[bool, str]:
         return True, ""
+
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        pass
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]:
+        return {}
 
 
 def test_an_operator_reads_the_running_info_of_an_async_attached_client(start_stub: StartStub) -> None:

@@ -14,7 +14,7 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import pytest
@@ -359,6 +359,12 @@ class _AsyncClient:
         self.consumed.append(message_)
         await self.release.wait()
         return True, "done"
+
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        pass
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]:
+        return {}
 
 
 def test_a_brokers_requests_are_answered_on_the_loop(serve: Serve) -> None:

@@ -12,7 +12,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -184,6 +184,48 @@ class _Client:
 
     def consume_directly(self, message: Message) -> tuple[bool, str]:
         return True, ""
+
+    def __init__(self) -> None:
+        self.resets: list[tuple[str, dict[MessageQueue, int]]] = []
+
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        self.resets.append((consumer_group, dict(offsets)))
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]:
+        return {MQ: 12} if (consumer_group, topic) == ("G", MQ.topic) else {}
+
+
+def test_a_reset_of_offsets_reaches_the_consumer_and_its_status_is_answered(
+    serve: Callable[[Handler], ScriptedServer],
+) -> None:
+    """A broker with ``useServerSideResetOffset=false`` sends RESET_CONSUMER_CLIENT_OFFSET oneway (it was logged
+    at DEBUG and dropped before, issue 39); ``mqadmin getConsumerStatus`` asks GET_CONSUMER_STATUS_FROM_CLIENT."""
+    server = serve(broker_like())
+    transport = connected(server)
+    client = _Client()
+    transport.attach(client)
+    try:
+        body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicT"}:3}}'
+        ext = {"topic": "TopicT", "group": "G", "timestamp": "1700000000000", "isForce": "true"}
+        server.push(request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, ext, body, oneway=True))
+        server.push(
+            RemotingCommand(
+                RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, opaque=6, ext={"group": "G", "topic": "TopicT"}
+            )
+        )
+        server.wait_for(lambda got: any(c.is_response and c.opaque == 6 for c in got))
+        answer = next(c for c in server.received if c.is_response and c.opaque == 6)
+        assert answer.code == ResponseCode.SUCCESS
+        assert (
+            answer.body
+            == b'{"consumerTable":{},"messageQueueTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicT"}:12}}'
+        )
+        assert client.resets == [("G", {MQ: 3})]  # handed on by the reader, before the status request after it
+        assert not any(
+            c.is_response and c.code != ResponseCode.SUCCESS for c in server.received
+        )  # no answer to a oneway
+    finally:
+        transport.close()
 
 
 def test_running_info_is_answered_in_javas_shape(serve: Callable[[Handler], ScriptedServer]) -> None:

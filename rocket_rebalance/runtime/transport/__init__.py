@@ -298,6 +298,15 @@ class BrokerRequests(Protocol):
         """CONSUME_MESSAGE_DIRECTLY: hand one message to the listener now; (consumed, remark)."""
         ...
 
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: an operator's reset, to apply to the queues we hold; called on the
+        transport's reader, so it must return at once (it hands the reset on)."""
+        ...
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]:
+        """GET_CONSUMER_STATUS_FROM_CLIENT: the commit offset of each queue of ``topic`` we hold."""
+        ...
+
 
 @dataclass(frozen=True)
 class ProgressRow:
@@ -499,6 +508,10 @@ class AsyncBrokerRequests(Protocol):
     def running_info(self) -> RunningInfo: ...
 
     async def consume_directly(self, message: Message) -> tuple[bool, str]: ...
+
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None: ...
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]: ...
 
 
 class AsyncTransport(Protocol):

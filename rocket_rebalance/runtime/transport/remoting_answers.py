@@ -13,10 +13,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Protocol
 
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, bodies, message, response_to
+from rocket_rebalance.remoting import (
+    ProtocolError,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    bodies,
+    message,
+    response_to,
+)
 from rocket_rebalance.runtime.transport import (
     GroupNotified,
     Message,
@@ -42,9 +51,30 @@ log = logging.getLogger("rocket_rebalance.runtime.remoting")
 
 
 class RunningInfoSource(Protocol):
-    """What both runtimes' consumers answer in place: their running info."""
+    """What both runtimes' consumers answer in place: their running info, their offsets, and a reset."""
 
     def running_info(self) -> RunningInfo: ...
+
+    def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None: ...
+
+    def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]: ...
+
+
+def offsets_reset(command: RemotingCommand, client: RunningInfoSource | None, address: str) -> bool:
+    """Whether ``command`` is RESET_CONSUMER_CLIENT_OFFSET (oneway, sent when the broker leaves resets to its
+    clients, ``useServerSideResetOffset=false``), then handed to the consumer at once: it only posts the reset to
+    its core, so the connection's reader may call it. A body that cannot be read is said and dropped: the
+    operator's ``resetOffsetByTime`` reports which clients it reached, and our offsets stay as they were."""
+    if command.code != RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+        return False
+    try:
+        offsets = bodies.parse_reset_offset_body(command.body)
+    except ProtocolError as error:
+        log.warning("%s sent a reset of offsets that cannot be read: %s", address, error)
+        return True
+    if client is not None:
+        client.reset_offsets(command.ext.get("group", ""), offsets)
+    return True
 
 
 class _Notifications(StreamEnd):
@@ -101,12 +131,21 @@ class NotificationStreams:
         return False
 
 
+_ANSWERED = frozenset(
+    {
+        RequestCode.GET_CONSUMER_RUNNING_INFO,
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
+        RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
+    }
+)
+
+
 def answer_now(
     command: RemotingCommand, client: RunningInfoSource | None, nameserver_address: str, sub_version: int
 ) -> RemotingCommand | Message:
     """The answer to a broker's ``command``, or, for CONSUME_MESSAGE_DIRECTLY to an attached consumer, the message
     to consume (then :func:`consumed_directly` is the answer)."""
-    if command.code not in (RequestCode.GET_CONSUMER_RUNNING_INFO, RequestCode.CONSUME_MESSAGE_DIRECTLY):
+    if command.code not in _ANSWERED:
         return response_to(
             command,
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
@@ -117,6 +156,9 @@ def answer_now(
     if command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
         body = running_info_body(client.running_info(), nameserver_address, sub_version)
         return response_to(command, ResponseCode.SUCCESS, body=body)
+    if command.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
+        offsets = client.consumer_status(command.ext.get("group", ""), command.ext.get("topic", ""))
+        return response_to(command, ResponseCode.SUCCESS, body=bodies.encode_consumer_status(offsets))
     stored = message.decode_messages(command.body)
     if len(stored) != 1:
         return response_to(command, ResponseCode.SYSTEM_ERROR, remark=f"{len(stored)} messages, expected 1")

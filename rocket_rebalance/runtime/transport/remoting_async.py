@@ -52,6 +52,7 @@ from rocket_rebalance.runtime.transport.remoting_answers import (
     answer_now,
     consumed_directly,
     failed_answer,
+    offsets_reset,
 )
 from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls, RemotingEnds
 from rocket_rebalance.runtime.transport.remoting_wire import Batch, Done, Exchange, Op, WireIO, step
@@ -294,8 +295,8 @@ class AsyncRemotingTransport(RemotingEnds):
         self._client = client
 
     def _on_request(self, connection: AsyncConnection, command: RemotingCommand) -> None:
-        """On the reader: notifications at once; anything to answer in a task of its own."""
-        if self._streams.take(connection.address, command):
+        """On the reader: notifications and resets of offsets at once; anything to answer in a task of its own."""
+        if offsets_reset(command, self._client, connection.address) or self._streams.take(connection.address, command):
             return
         if self._closed:
             log.debug("%s sent request code %d after close; not answered", connection.address, command.code)

@@ -34,6 +34,7 @@ from rocket_rebalance.runtime.transport.remoting_answers import (
     answer_now,
     consumed_directly,
     failed_answer,
+    offsets_reset,
 )
 from rocket_rebalance.runtime.transport.remoting_wire import RemotingWire
 
@@ -62,9 +63,10 @@ class RemotingInbound:
         return stream
 
     def received(self, connection: Connection, command: RemotingCommand) -> Callable[[], None] | None:
-        """A request the server sent on ``connection``, on the reader: a notification goes to its streams at once
-        (None); any other request comes back as the work that answers it, to run off the reader."""
-        if self._streams.take(connection.address, command):
+        """A request the server sent on ``connection``, on the reader: a notification goes to its streams and a
+        reset of offsets to the consumer at once (None); any other request comes back as the work that answers it,
+        to run off the reader."""
+        if offsets_reset(command, self._client, connection.address) or self._streams.take(connection.address, command):
             return None
         return partial(self._answer, connection, command)
 
