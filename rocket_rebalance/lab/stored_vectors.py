@@ -83,7 +83,11 @@ def _record(rng: random.Random, **fields: Any) -> dict[str, Any]:
         "reconsumeTimes": rng.choice([0, 0, 3]),
         "preparedTransactionOffset": 0,
         "sysFlag": rng.choice([0, 0, 0x2]),  # MULTI_TAGS, as a broker of a MULTI_TAG topic sets it
-        "properties": {"UNIQ_KEY": f"7F000001{rng.randrange(16**24):024X}", "WAIT": "true", "CLUSTER": "DefaultCluster"},
+        "properties": {
+            "UNIQ_KEY": f"7F000001{rng.randrange(16**24):024X}",
+            "WAIT": "true",
+            "CLUSTER": "DefaultCluster",
+        },
         "compression": None,
     }
     case.update(fields)
@@ -114,7 +118,9 @@ def cases(rng: random.Random) -> list[dict[str, Any]]:
     made: list[dict[str, Any]] = []
     for compression in COMPRESSIONS:
         for index, body in enumerate(_bodies(rng)):
-            made.append({"id": f"{compression.lower()}-{index}", **_record(rng, compression=compression, body=_b64(body))})
+            made.append(
+                {"id": f"{compression.lower()}-{index}", **_record(rng, compression=compression, body=_b64(body))}
+            )
     made.append({"id": "plain", **_record(rng, body=_b64(compressible(rng, 300)))})
     batches: list[tuple[str, list[bytes], str | None, int]] = [
         ("batch-one", [compressible(rng, 200)], None, INNER_BATCH_FLAGS),

@@ -48,9 +48,9 @@ __all__ = [
     "SYSFLAG_STOREHOST_V6",
     "Compression",
     "StoredMessage",
+    "compress_body",
     "decode_messages",
     "decode_properties",
-    "compress_body",
     "encode_message_batch",
     "encode_properties",
     "encode_stored_message",
@@ -132,9 +132,10 @@ class StoredMessage:
     prepared_transaction_offset: int = 0
     body_crc: int = 0
     body_error: str = ""
-    """Why the body could not be read (an unsupported compression, damaged zlib data, or more than the inflation
-    cap): ``body`` is then the stored bytes as they are. The record itself was sound, so the pull goes on; what to
-    do with such a message is the consumer's decision, not the codec's."""
+    """Why the body could not be read (an unknown compression, damaged or cut-short compressed data, a frame
+    lz4-java refuses, more than the inflation cap, an inner batch that does not parse): ``body`` is then the stored
+    bytes as they are. The record itself was sound, so the pull goes on; what to do with such a message is the
+    consumer's decision, not the codec's."""
 
     @property
     def tags(self) -> str:
