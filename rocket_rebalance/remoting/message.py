@@ -751,23 +751,13 @@ def unwrap_inner_batches(messages: Sequence[StoredMessage]) -> Sequence[StoredMe
             where = f"inner batch at queue offset {message.queue_offset}"
             unwrapped.append(replace(message, body_error=f"{where}: {error}"))
             continue
-        unwrapped += (
-            StoredMessage(
-                topic=message.topic,
-                queue_id=message.queue_id,
-                queue_offset=message.queue_offset + index,
-                commit_log_offset=message.commit_log_offset,
-                body=body,
-                properties=properties,
-                sys_flag=message.sys_flag,
-                flag=flag,
-                born_timestamp=message.born_timestamp,
-                born_host=message.born_host,
-                store_timestamp=message.store_timestamp,
-                store_host=message.store_host,
-            )
-            for index, (flag, body, properties) in enumerate(inner)
-        )
+        shared = {**message.__dict__, "reconsume_times": 0, "prepared_transaction_offset": 0, "body_crc": 0}
+        for index, (flag, body, properties) in enumerate(inner):
+            fields = {**shared, "queue_offset": message.queue_offset + index, "body": body}
+            fields.update(properties=properties, flag=flag)
+            split = object.__new__(StoredMessage)
+            object.__setattr__(split, "__dict__", fields)  # as _decode_plain builds one: __init__ costs 5 times more
+            unwrapped.append(split)
     return unwrapped
 
 
