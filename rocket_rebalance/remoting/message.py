@@ -104,7 +104,7 @@ _MAX_PORT = 65535
 _MIN_RECORD = _HEAD.size + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2  # IPv4 hosts, empty body, topic and properties
 _FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")  # TOTALSIZE .. BODYLEN of a record with IPv4 hosts
 _INNER_HEAD = struct.Struct(">iiiii")  # TOTALSIZE .. BODYLEN of a message in a batch body
-_SLOW_FLAGS = SYSFLAG_COMPRESSED | SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
+_SLOW_FLAGS = SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
 
 
 @dataclass(frozen=True)
@@ -335,17 +335,18 @@ def decode_messages(body: bytes | bytearray | memoryview, max_body_size: int = M
     """Every record of ``body``, in order; a compressed body inflates to at most ``max_body_size`` bytes (see
     :attr:`StoredMessage.body_error`).
 
-    A pull answer is mostly plain records (IPv4 hosts, uncompressed, sound), read by :func:`_decode_plain` with
-    one ``struct`` call for the fixed part; any other record, and any record that is not sound, is read field by
-    field by :func:`_decode_record`, which also names what is wrong. The profile of a consumer draining a topic
-    had the field-by-field reading at half its time."""
+    A pull answer is mostly plain records (IPv4 hosts, sound, a compressed body that inflates), read by
+    :func:`_decode_plain` with one ``struct`` call for the fixed part; any other record, and any record that is not
+    sound, is read field by field by :func:`_decode_record`, which also names what is wrong. The profile of a
+    consumer draining a topic had the field-by-field reading at half its time (and at 10 of the 13 us an 8 KiB LZ4
+    body cost)."""
     messages: list[StoredMessage] = []
     data = bytes(body)
     with memoryview(data) as view:
         start, end = 0, len(data)
         topics: dict[bytes, str] = {}
         while start < end:
-            plain = _decode_plain(data, start, topics)
+            plain = _decode_plain(data, start, topics, max_body_size)
             if plain is None:
                 message, start = _decode_record(view, start, len(messages), max_body_size)
             else:
@@ -354,10 +355,12 @@ def decode_messages(body: bytes | bytearray | memoryview, max_body_size: int = M
     return messages
 
 
-def _decode_plain(data: bytes, start: int, topics: dict[bytes, str]) -> tuple[StoredMessage, int] | None:
-    """The plain record at ``start`` (IPv4 hosts, body not compressed) and the offset after it, or None when the
-    record is anything else or not sound, for :func:`_decode_record` to read or refuse. Topic names repeat in an
-    answer, so each is decoded once (``topics``)."""
+def _decode_plain(
+    data: bytes, start: int, topics: dict[bytes, str], max_body_size: int
+) -> tuple[StoredMessage, int] | None:
+    """The plain record at ``start`` (IPv4 hosts; a compressed body inflated) and the offset after it, or None when
+    the record is anything else, not sound, or its body cannot be inflated, for :func:`_decode_record` to read or
+    refuse, naming the record. Topic names repeat in an answer, so each is decoded once (``topics``)."""
     if len(data) - start < _FIXED_V4.size:
         return None
     (
@@ -408,12 +411,19 @@ def _decode_plain(data: bytes, start: int, topics: dict[bytes, str]) -> tuple[St
     except UnicodeDecodeError:
         return None
     body_start = start + _FIXED_V4.size
+    body = data[body_start : body_start + body_length]
+    if body and sys_flag & SYSFLAG_COMPRESSED:  # Java inflates only a non-empty body
+        try:
+            body = _inflate(body, sys_flag, max_body_size)
+        except _Unreadable:
+            return None
+        sys_flag &= ~SYSFLAG_COMPRESSED
     fields = {
         "topic": topic,
         "queue_id": queue_id,
         "queue_offset": queue_offset,
         "commit_log_offset": commit_log_offset,
-        "body": data[body_start : body_start + body_length],
+        "body": body,
         "properties": properties,
         "sys_flag": sys_flag,
         "flag": flag,
