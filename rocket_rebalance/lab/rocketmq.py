@@ -631,7 +631,7 @@ def mqadmin(
 
 
 def java_produce(
-    lib: Path, home: Path, namesrv: str, topic: str, steps: Sequence[str], timeout: float = 120.0
+    lib: Path, home: Path, namesrv: str, topic: str, steps: Sequence[str], timeout: float = 300.0
 ) -> list[dict[str, Any]]:
     """Send with the real Java producer (Producer.java: each step ``mode=single|batch|auto,compress=ZLIB|LZ4|ZSTD,
     count=N,size=BYTES[,over=BYTES][,tag=T]``) and return what it sent, one dict per message: ``msgId`` (its
