@@ -12,7 +12,11 @@ neither is always the second of a pair. Per kind, medians over the repetitions o
 * CPU s/10k: the consumer process's CPU seconds (all threads) per 10,000 messages, ``start()`` to the last;
 * RSS MiB: the process's peak resident memory (VmHWM);
 
-and each ratio to the Java consumer of the same mode (concurrent or orderly) in the same run. Every run checks
+and each ratio to the Java consumer of the same mode (concurrent or orderly) in the same run. ``--body`` sets the
+bodies' size; with ``--compress`` (``none``, ``ZLIB``, ``LZ4``, ``ZSTD``) there is a topic per compression instead,
+preloaded one message at a time by the Java producer (``Producer.java``) with that ``compressType`` (``none``: its
+threshold set past the body), and every mode is run on each (the mode's name says which): what decoding each
+compression costs the consumers, Java's and ours, in the same run. Every run checks
 correctness: the consumer counts exactly ``--count`` messages (waiting a second after the last for any extra),
 and after its shutdown the broker's committed offset of every queue is the queue's max offset.
 
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -49,12 +54,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocket_rebalance.lab.rocketmq import JAVA_DIR, RocketMQCluster
+from rocket_rebalance.lab.rocketmq import JAVA_DIR, RocketMQCluster, java_produce
 from rocket_rebalance.model import MessageQueue
 
 if TYPE_CHECKING:
@@ -171,13 +176,13 @@ def _drain(command: list[str], count: int, log: Path, env: dict[str, str] | None
     return run, counted
 
 
-def _check_offsets(cluster: RocketMQCluster, group: str, strict: bool = True) -> None:
+def _check_offsets(cluster: RocketMQCluster, group: str, topic: str = TOPIC, strict: bool = True) -> None:
     """Every queue's committed offset is its max offset: the group consumed everything and said so. Not
     ``strict`` (the baseline's code): reported, not fatal; code before the offset-write fix of issue 23 loses a
     queue's only offset write now and then (RocketMQ's unlocked first write of a group's offset table)."""
     transport = cluster.transport()
     try:
-        queues = [MessageQueue(TOPIC, "broker-a", queue) for queue in range(QUEUES)]
+        queues = [MessageQueue(topic, "broker-a", queue) for queue in range(QUEUES)]
         committed = transport.query_offsets("broker-a", group, queues)
         behind = {str(mq): (committed[mq], transport.max_offset(mq)) for mq in queues}
         behind = {mq: pair for mq, pair in behind.items() if pair[0] != pair[1]}
@@ -244,13 +249,23 @@ def _soak(args: argparse.Namespace) -> int:
     return 0
 
 
-def _produce(cluster: RocketMQCluster, count: int) -> None:
+def _produce(cluster: RocketMQCluster, count: int, body: int = BODY, topic: str = TOPIC, compress: str = "") -> None:
+    """Preload ``topic``: in batches of 256 (a batch is never compressed), or with ``compress`` one message at a
+    time by the lab's Java producer with that ``compressType`` (``none``: under its size threshold)."""
     assert cluster.lib is not None
+    if compress:
+        step = f"mode=single,compress={'ZLIB' if compress == 'none' else compress},count={count},size={body}"
+        if compress == "none":
+            step += f",over={2**31 - 1}"
+        began = time.monotonic()
+        java_produce(
+            cluster.lib, cluster.work_dir / "producer", cluster.namesrv_address, topic, [step], 600 + count / 100
+        )
+        print(f"PRODUCED {count} to {topic} one by one in {time.monotonic() - began:.0f} s", flush=True)
+        return
+    command = ["produce", "--namesrv", cluster.namesrv_address, "--topic", topic, "--count", str(count)]
     produced = subprocess.run(
-        _java(cluster.lib, "produce", "--namesrv", cluster.namesrv_address, "--topic", TOPIC, "--count", str(count)),
-        capture_output=True,
-        text=True,
-        check=True,
+        _java(cluster.lib, *command, "--size", str(body)), capture_output=True, text=True, check=True
     ).stdout
     print(next(line for line in produced.splitlines() if line.startswith("PRODUCED")), flush=True)
 
@@ -260,57 +275,60 @@ def _bench(args: argparse.Namespace) -> int:
     tally = Tally()
     with RocketMQCluster(work / "cluster") as cluster:
         assert cluster.lib is not None
-        cluster.create_topic(TOPIC, QUEUES)
-        _produce(cluster, args.count)
+        topics = {"": TOPIC} if not args.compress else {c: f"{TOPIC}{c.capitalize()}" for c in args.compress}
+        for compress, topic in topics.items():
+            cluster.create_topic(topic, QUEUES)
+            _produce(cluster, args.count, args.body, topic, compress)
         modes = [mode for mode in MODES if mode.name in args.modes]
+        labelled = [replace(mode, name=f"{mode.name} {compress}".strip()) for mode in modes for compress in topics]
         baseline = _baseline(args.baseline, work) if any(k.startswith(BASE) for k in args.kinds) else None
-        for rep in range(args.reps):
-            for mode in modes:
-                # Alternate the order: the second of two back-to-back drains runs measurably faster here (5-13%,
-                # 2026-11-28), so a fixed order would favour whichever kind comes second.
-                for kind in args.kinds if rep % 2 == 0 else reversed(args.kinds):
-                    api = APIS.get(_today(kind))
-                    if (kind == "py-nofence" or api in ("pull", "async-pull")) and mode.orderly:
-                        continue  # orderly consumers always lock; pull consumers are not orderly
-                    group = f"rr-tp-{kind}-{mode.batch}{'o' if mode.orderly else 'c'}-{rep}-{time.time_ns()}"
-                    common = [
-                        "--namesrv",
-                        cluster.namesrv_address,
-                        "--topic",
-                        TOPIC,
-                        "--group",
-                        group,
-                        "--expect",
-                        str(args.count),
-                        "--batch",
-                        str(mode.batch),
-                    ]
-                    if mode.orderly:
-                        common.append("--orderly")
-                    if kind == "java":
-                        command = _java(cluster.lib, "consume", *common)
-                    else:
-                        command = _ours(
-                            *common,
-                            *(["--no-fence"] if kind == "py-nofence" else []),
-                            *(["--metrics"] if kind == "py-metrics" else []),
-                            *(["--api", api] if api else []),
-                        )
-                    env = baseline if kind.startswith(BASE) else None
-                    run, counted = _drain(command, args.count, work / f"{group}.log", env)
-                    if counted != args.count:
-                        raise SystemExit(f"{kind} {mode.name}: counted {counted} of {args.count} messages")
-                    _check_offsets(cluster, group, strict=not kind.startswith(BASE))
-                    tally.add(kind, mode.name, run)
-                    print(
-                        f"  rep {rep} {kind:<10} {mode.name:<15} {args.count / run.seconds:>9,.0f} msgs/s "
-                        f"{run.cpu / args.count * 1e4:.2f} CPU s/10k {run.rss_mib:.0f} MiB",
-                        flush=True,
+        for rep, mode, (compress, topic) in itertools.product(range(args.reps), modes, topics.items()):
+            label = f"{mode.name} {compress}".strip()
+            # Alternate the order: the second of two back-to-back drains runs measurably faster here (5-13%,
+            # 2026-11-28), so a fixed order would favour whichever kind comes second.
+            for kind in args.kinds if rep % 2 == 0 else reversed(args.kinds):
+                api = APIS.get(_today(kind))
+                if (kind == "py-nofence" or api in ("pull", "async-pull")) and mode.orderly:
+                    continue  # orderly consumers always lock; pull consumers are not orderly
+                group = f"rr-tp-{kind}-{mode.batch}{'o' if mode.orderly else 'c'}{compress}-{rep}-{time.time_ns()}"
+                common = [
+                    "--namesrv",
+                    cluster.namesrv_address,
+                    "--topic",
+                    topic,
+                    "--group",
+                    group,
+                    "--expect",
+                    str(args.count),
+                    "--batch",
+                    str(mode.batch),
+                ]
+                if mode.orderly:
+                    common.append("--orderly")
+                if kind == "java":
+                    command = _java(cluster.lib, "consume", *common)
+                else:
+                    command = _ours(
+                        *common,
+                        *(["--no-fence"] if kind == "py-nofence" else []),
+                        *(["--metrics"] if kind == "py-metrics" else []),
+                        *(["--api", api] if api else []),
                     )
-    _print_table(tally, args.count, modes, args.kinds, args.reps)
+                env = baseline if kind.startswith(BASE) else None
+                run, counted = _drain(command, args.count, work / f"{group}.log", env)
+                if counted != args.count:
+                    raise SystemExit(f"{kind} {label}: counted {counted} of {args.count} messages")
+                _check_offsets(cluster, group, topic, strict=not kind.startswith(BASE))
+                tally.add(kind, label, run)
+                print(
+                    f"  rep {rep} {kind:<10} {label:<20} {args.count / run.seconds:>9,.0f} msgs/s "
+                    f"{run.cpu / args.count * 1e4:.2f} CPU s/10k {run.rss_mib:.0f} MiB",
+                    flush=True,
+                )
+    _print_table(tally, args.count, args.body, labelled, args.kinds, args.reps)
     if "py" in args.kinds and "py-metrics" in args.kinds:
-        _print_metrics_cost(tally, args.count, modes)
-    _print_against_baseline(tally, modes, args.kinds, args.baseline)
+        _print_metrics_cost(tally, args.count, labelled)
+    _print_against_baseline(tally, labelled, args.kinds, args.baseline)
     return 0
 
 
@@ -354,9 +372,9 @@ def _print_metrics_cost(tally: Tally, count: int, modes: list[Mode]) -> None:
             print(f"| {mode.name} | {statistics.median(rates):.3f} | {statistics.median(cpus):.3f} |")
 
 
-def _print_table(tally: Tally, count: int, modes: list[Mode], kinds: list[str], reps: int) -> None:
+def _print_table(tally: Tally, count: int, body: int, modes: list[Mode], kinds: list[str], reps: int) -> None:
     print(
-        f"\n{date.today()} {platform.machine()} {os.cpu_count()} cores; {count:,} messages of {BODY} B in "
+        f"\n{date.today()} {platform.machine()} {os.cpu_count()} cores; {count:,} messages of {body} B in "
         f"{QUEUES} queues, one consumer, medians of {reps}; ratios to Java in the same mode"
     )
     print("| kind | mode | msgs/s | x Java | after first | x Java | CPU s/10k | x Java | peak RSS MiB |")
@@ -543,6 +561,14 @@ def main() -> int:
     parser.add_argument("--metrics", action="store_true", help="run py-metrics too: py with metrics on")
     parser.add_argument("--baseline", default="6ff7c78", help="the commit py-base runs (default: before issue 23)")
     parser.add_argument("--modes", nargs="+", choices=[m.name for m in MODES], default=[m.name for m in MODES])
+    parser.add_argument("--body", type=int, default=BODY, help="bytes per message body")
+    parser.add_argument(
+        "--compress",
+        nargs="+",
+        choices=["none", "ZLIB", "LZ4", "ZSTD"],
+        help="a topic per compression, preloaded one message at a time with it by the Java producer (none: not "
+        "compressed), each drained by every kind in every mode",
+    )
     args = parser.parse_args()
     if args.command == "consumer":
         return _consumer(args)

@@ -41,6 +41,7 @@ __all__ = [
     "RocketMQCluster",
     "RocketMQUnavailable",
     "ensure_jars",
+    "java_produce",
     "mqadmin",
 ]
 
@@ -630,6 +631,25 @@ def mqadmin(
         lines = [line for line in output.splitlines() if line.strip() and not line.startswith("\tat ")]
         raise RuntimeError(f"mqadmin {args[0]} failed: {lines[0] if lines else done.returncode}")
     return done.stdout
+
+
+def java_produce(
+    lib: Path, home: Path, namesrv: str, topic: str, steps: Sequence[str], timeout: float = 300.0
+) -> list[dict[str, Any]]:
+    """Send with the real Java producer (Producer.java: each step ``mode=single|batch|auto,compress=ZLIB|LZ4|ZSTD,
+    count=N,size=BYTES[,over=BYTES][,tag=T]``) and return what it sent, one dict per message: ``msgId`` (its
+    UNIQ_KEY), ``sha256`` and ``size`` of its body, the step's ``mode``, ``compress`` and ``over``."""
+    home.mkdir(parents=True, exist_ok=True)
+    command = [*_client_jvm(lib, home, "rmq.client.logback.xml"), str(JAVA_DIR / "Producer.java")]
+    command += ["--namesrv", namesrv, "--topic", topic]
+    for step in steps:
+        command += ["--send", step]
+    done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or not any(line.startswith("DONE ") for line in lines):
+        errors = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("\tat ")]
+        raise RuntimeError(f"the Java producer failed: {errors[0] if errors else done.returncode}")
+    return [json.loads(line[5:]) for line in lines if line.startswith("SENT ")]
 
 
 @contextlib.contextmanager

@@ -183,14 +183,16 @@ class Pulling:
     def _checked(
         self, mq: MessageQueue, requested: int, next_offset: int, messages: tuple[Message, ...]
     ) -> tuple[tuple[Message, ...], int]:
-        """A pull answer held to what it must be: messages in ``[requested, next_offset)`` in ascending order,
-        and a next offset not below the requested one. A broker (or anything posing as one) that answers
+        """A pull answer held to what it must be: messages in ``[requested, next_offset)`` in ascending order
+        (once the head of an inner batch is dropped: :func:`_without_batch_head`), and a next offset not below the
+        requested one. A broker (or anything posing as one) that answers
         otherwise would make us hand out again what was consumed, endlessly (a next offset that goes back), carry
         an impossible offset into every later offset write, or break an orderly queue's order. Java only logs
         "[BUG] pull message result maybe data wrong"; we also keep the queue where it was and hand out only what
         lies in the range, in order, and say so through health until the queue's answers are sound again."""
         health = self._service.health
         kind = f"pull answers of {mq}"
+        messages = _without_batch_head(requested, messages)
         offsets = [m.queue_offset for m in messages]
         if (
             next_offset >= requested
@@ -212,6 +214,28 @@ class Pulling:
         )
         kept = {m.queue_offset: m for m in messages if requested <= m.queue_offset < next_offset}
         return tuple(kept[offset] for offset in sorted(kept)), max(next_offset, requested)
+
+
+def _without_batch_head(requested: int, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """``messages`` without those of the answer's first inner batch that lie before ``requested``.
+
+    A BatchCQ queue indexes batches, not messages: a pull from an offset inside an inner batch (a commit offset
+    left there by a consumer that stopped mid-batch) is answered with the whole batch, from its first message
+    (``BatchConsumeQueue.getBatchMsgIndexBuffer``). Those before the requested offset were consumed already, so they
+    are dropped, as the broker's way rather than its fault (Java's consumer hands them out again). They are told
+    by their commit-log offset: the messages of one inner batch share its record's. The stub's messages have none
+    (-1), and anything else before the requested offset stays for :meth:`Pulling._checked` to refuse."""
+    if not messages or messages[0].queue_offset >= requested:
+        return messages
+    record = messages[0].commit_log_offset
+    head = 0
+    while head < len(messages) and messages[head].queue_offset < requested:
+        if messages[head].commit_log_offset != record:
+            return messages
+        head += 1
+    if record < 0 or head == len(messages) or messages[head].commit_log_offset != record:
+        return messages
+    return messages[head:]
 
 
 def _nobody(mq: MessageQueue) -> None:

@@ -1,6 +1,7 @@
 """Answers no broker should give, and what the consumer does with them (probe 2026-11-24, findings 3, 4, 5, 15):
 nothing vanishes in the engine's I/O tasks, and a pull answer outside its range neither re-delivers what was
-consumed nor carries an impossible offset into the offset writes.
+consumed nor carries an impossible offset into the offset writes. And one a BatchCQ broker does give, which is
+no fault: a whole inner batch for a pull from inside it.
 
 A real in-process stub serves the group; the consumer's transport is the real gRPC one with a single call
 altered, as a faulty or hostile broker would answer it."""
@@ -13,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError
@@ -313,3 +316,50 @@ def test_a_consumer_that_cannot_save_offsets_still_hands_its_queues_over(start_s
             assert b.shutdown(10)
     finally:
         a.shutdown(10)
+
+
+def batch_cq(record_of_head: int) -> Callable[[PullResult], PullResult]:
+    """Pull answers of broker-a's queue 0 as a BatchCQ broker gives them when offsets 3..7 are one inner batch and
+    a consumer's offset lies inside it: the first answer stops at offset 5 (as a consumer stopped there would have
+    left it), and the pull from 5 is answered with the whole batch, from 3. Messages 3 and 4 carry
+    ``record_of_head`` as their commit-log offset: the batch's own (777), or another record's."""
+    queue = MessageQueue("TopicTest", "broker-a", 0)
+    kept: dict[int, Message] = {}
+
+    def alter(result: PullResult) -> PullResult:
+        if not result.messages or result.messages[0].mq != queue:
+            return result
+        kept.update((m.queue_offset, m) for m in result.messages)
+        if result.messages[0].queue_offset == 0:
+            return replace(result, messages=result.messages[:5], next_begin_offset=5)
+        if result.messages[0].queue_offset != 5:
+            return result
+        head = tuple(replace(kept[offset], commit_log_offset=record_of_head) for offset in (3, 4))
+        batch = tuple(replace(m, commit_log_offset=777) if m.queue_offset <= 7 else m for m in result.messages)
+        return replace(result, messages=(*head, *batch))
+
+    return alter
+
+
+@pytest.mark.parametrize(("record_of_head", "reported"), [(777, False), (555, True)], ids=["its batch", "another"])
+def test_a_pull_from_inside_an_inner_batch_hands_out_only_what_follows(
+    start_stub: StartStub, record_of_head: int, reported: bool
+) -> None:
+    """The batch's messages before the requested offset were consumed already: they are not handed out again
+    (Java's consumer would), and the answer is the broker's way, not a fault to report. Messages before the
+    requested offset from another record are still refused, and reported."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 10)
+    transport = Altered(address, batch_cq(record_of_head))
+    seen = Seen()
+    c = consumer(address, transport, seen)
+    c.start()
+    try:
+        assert wait(lambda: sum(seen.offsets.values()) >= 80)
+        with seen.lock:  # 3 and 4 again would have come with 5 to 9
+            assert all(count == 1 for count in seen.offsets.values()), seen.offsets.most_common(3)
+            assert sum(seen.offsets.values()) == 80
+        complaints = [kind for kind, _ in seen.errors if kind.startswith("pull answers of")]
+        assert bool(complaints) == reported, seen.errors
+    finally:
+        c.shutdown(10)

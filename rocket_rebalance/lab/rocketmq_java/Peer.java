@@ -1,7 +1,8 @@
 // A Java DefaultMQPushConsumer for mixed-group tests and the demo: the real Apache RocketMQ client, printing what it
 // does as parseable lines on stdout (flushed): "STARTED <json>", "ALLOC <json>" (a full snapshot of one topic's
 // queues each time its allocation changes), "MSG <json>" (one per consumed message, with the times its work began
-// and ended) and "STOPPED <json>" after a graceful shutdown (SIGTERM). Run with the fetched jars on the class path:
+// and ended, its sysFlag and its body's size and SHA-256) and "STOPPED <json>" after a graceful shutdown
+// (SIGTERM). Run with the fetched jars on the class path:
 //   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
 //        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10] [--tags EXPR | --sql EXPR]
 // (--tags / --sql: every --topic is subscribed with that tag or SQL92 expression instead of "*").
@@ -12,6 +13,7 @@
 // SUSPEND_CURRENT_QUEUE_A_MOMENT for 100 ms. --batch: consumeMessageBatchMaxSize; --max-reconsume-times: as named.
 // With $ROCKETMQ_ACCESS_KEY and $ROCKETMQ_SECRET_KEY set, every request is signed (AclClientRPCHook).
 // The instance name may carry backslash-u escapes of UTF-16 units (non-ASCII IDs survive any locale that way).
+import java.security.MessageDigest;
 import java.util.*;
 import org.apache.rocketmq.client.consumer.*;
 import org.apache.rocketmq.client.consumer.listener.*;
@@ -142,6 +144,16 @@ public class Peer {
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
     }
 
+    static String sha256(byte[] body) {
+        try {
+            StringBuilder hex = new StringBuilder();
+            for (byte b : MessageDigest.getInstance("SHA-256").digest(body == null ? new byte[0] : body)) hex.append(String.format("%02x", b));
+            return hex.toString();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     static void consume(String id, List<MessageExt> msgs, long workMs) {
         for (MessageExt m : msgs) {
             double t0 = System.currentTimeMillis() / 1000.0;
@@ -151,7 +163,8 @@ public class Peer {
             double t1 = System.currentTimeMillis() / 1000.0;
             emit("MSG", "{\"client\":" + id + ",\"topic\":" + quote(m.getTopic()) + ",\"broker\":" + quote(m.getBrokerName())
                 + ",\"queue\":" + m.getQueueId() + ",\"offset\":" + m.getQueueOffset() + ",\"msgId\":" + quote(m.getMsgId())
-                + ",\"tags\":" + quote(m.getTags() == null ? "" : m.getTags()) + ",\"reconsumeTimes\":" + m.getReconsumeTimes() + ",\"t0\":" + t0 + ",\"t1\":" + t1 + "}");
+                + ",\"tags\":" + quote(m.getTags() == null ? "" : m.getTags()) + ",\"reconsumeTimes\":" + m.getReconsumeTimes() + ",\"t0\":" + t0 + ",\"t1\":" + t1
+                + ",\"sysFlag\":" + m.getSysFlag() + ",\"size\":" + (m.getBody() == null ? 0 : m.getBody().length) + ",\"sha256\":\"" + sha256(m.getBody()) + "\"}");
         }
     }
 }

@@ -104,9 +104,10 @@ class Message:
     milliseconds) and how often it was consumed before (``reconsume_times``); ``topic`` is the topic it was sent to.
 
     ``commit_log_offset`` and ``reconsume_times`` are what sending a failed message back to the retry topic needs
-    (RocketMQ's wire has them; the stub's has not, so there they stay -1 and 0). ``body_error`` says why a body
-    could not be read (a compression we cannot inflate, or one past the size cap): the engine fails such a message
-    as if the listener had refused it, without calling the listener.
+    (RocketMQ's wire has them; the stub's has not, so there they stay -1 and 0; the messages of one inner batch
+    share their record's). ``body_error`` says why a body could not be read (damaged compressed data, one past the
+    size cap, an inner batch that does not parse): the engine fails such a message as if the listener had refused
+    it, without calling the listener.
     """
 
     mq: MessageQueue

@@ -64,13 +64,14 @@ def pull_timeout(wait_ms: int) -> float:
 
 
 def pull_result(mq: MessageQueue, address: str, answer: RemotingCommand) -> PullResult:
-    """A PULL_MESSAGE answer as a :class:`PullResult`; codes that are no pull status (24/25/26: the heartbeat not
-    seen yet; 215: flow control) are errors, retried later by the engine."""
+    """A PULL_MESSAGE answer as a :class:`PullResult`, each inner batch split into its messages as Java's consumer
+    splits it; codes that are no pull status (24/25/26: the heartbeat not seen yet; 215: flow control) are errors,
+    retried later by the engine."""
     name = f"PULL_MESSAGE {mq}"
     if answer.code == ResponseCode.SUCCESS:
         next_offset = int_field(answer, "nextBeginOffset", name, address)
         try:
-            stored = message.decode_messages(answer.body)
+            stored = message.unwrap_inner_batches(message.decode_messages(answer.body))
         except ProtocolError as error:
             raise TransportError(f"{name} at {address}: {error}", "INTERNAL") from None
         return PullResult(PullStatus.FOUND, next_offset, tuple(stored_message(mq, item) for item in stored))
