@@ -305,13 +305,14 @@ class RebalanceWorld(RuleBasedStateMachine):
         """``history`` cut at each reset's first write of its offset after the reset (writes of the old position
         on their way then may land before it, never after: O3). A write of the old position after the reset's
         makes its era go backwards at the next forward write."""
-        cuts = [0]
-        for reset_mq, offset, written, _ in self.sim.resets:
+        cuts = {0}
+        for reset_mq, offset, written, _ in self.sim.resets:  # resets back to back: the last one's write wins
             if reset_mq == mq:
-                after = next((i for i in range(max(written, cuts[-1]), len(history)) if history[i] == offset), None)
+                after = next((i for i in range(written, len(history)) if history[i] == offset), None)
                 if after is not None:
-                    cuts.append(after)
-        return [history[a:b] for a, b in zip(cuts, [*cuts[1:], len(history)], strict=True)]
+                    cuts.add(after)
+        ordered = sorted(cuts)
+        return [history[a:b] for a, b in zip(ordered, [*ordered[1:], len(history)], strict=True)]
 
     @invariant()
     def no_queue_handed_out_by_two_consumers(self) -> None:
@@ -415,10 +416,13 @@ class RebalanceWorld(RuleBasedStateMachine):
         return True
 
     def _all_consumed(self) -> bool:
-        """Every message still stored was consumed, but those an operator's last reset of its queue skipped
-        (a reset forward, O5)."""
+        """Every message still stored was consumed, but those an operator's reset forward may have skipped (O5):
+        below the highest offset a reset of its queue named. (A reset no member could apply is lost, as in Java:
+        one that came while its queue was being acquired, or whose holder lost the lock before it wrote it.)"""
         broker = self.sim.broker
-        skipped = {mq: offset for mq, offset, _, _ in self.sim.resets}  # the last reset of each queue
+        skipped: dict[MessageQueue, int] = {}
+        for mq, offset, _, _ in self.sim.resets:
+            skipped[mq] = max(offset, skipped.get(mq, 0))
         return all(
             (mq, offset) in self.sim.consumed
             for mq in ALL_QUEUES
