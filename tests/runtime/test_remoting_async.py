@@ -351,6 +351,7 @@ class _AsyncClient:
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.consumed: list[Message] = []
+        self.resets: list[tuple[str, dict[MessageQueue, int], asyncio.AbstractEventLoop]] = []
 
     def running_info(self) -> RunningInfo:
         return _Client().running_info()
@@ -361,10 +362,38 @@ class _AsyncClient:
         return True, "done"
 
     def reset_offsets(self, consumer_group: str, offsets: Mapping[MessageQueue, int]) -> None:
-        pass
+        self.resets.append((consumer_group, dict(offsets), asyncio.get_running_loop()))
 
     def consumer_status(self, consumer_group: str, topic: str) -> dict[MessageQueue, int]:
-        return {}
+        return {MQ: 12}
+
+
+def test_a_reset_reaches_the_consumer_on_the_loop_and_its_status_is_answered(serve: Serve) -> None:
+    """RESET_CONSUMER_CLIENT_OFFSET (oneway, not answered) goes to the consumer on the loop; a status request is
+    answered with its offsets (issue 39)."""
+    server = serve(broker_like())
+
+    async def calls() -> _AsyncClient:
+        transport = transport_at(server)
+        client = _AsyncClient()
+        transport.attach(client)
+        try:
+            await transport.route("TopicT")
+            body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicT"}:3}}'
+            ext = {"topic": "TopicT", "group": "G", "timestamp": "0", "isForce": "true"}
+            server.push(request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, ext, body, oneway=True))
+            server.push(RemotingCommand(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, opaque=8, ext={"group": "G"}))
+            await asyncio.to_thread(server.wait_for, lambda got: 8 in {c.opaque for c in got if c.is_response})
+            assert client.resets and client.resets[0][2] is asyncio.get_running_loop()
+        finally:
+            await transport.close()
+        return client
+
+    client = run(calls())
+    assert [(group, offsets) for group, offsets, _ in client.resets] == [("G", {MQ: 3})]
+    responses = [c for c in server.received if c.is_response]
+    assert [c.opaque for c in responses] == [8]  # the oneway reset is not answered
+    assert responses[0].body.endswith(b":12}}")
 
 
 def test_a_brokers_requests_are_answered_on_the_loop(serve: Serve) -> None:
