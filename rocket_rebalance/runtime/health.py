@@ -6,8 +6,10 @@ file). Each kind of failure ("route of TopicTest", "pull", "persist offsets") is
 (ERROR where data is at stake) the first time and then at most once per ``quiet_interval`` with a count, so a
 flood of retries cannot flood the log; the next success of that kind clears it and says so. The application reads
 the same state: :attr:`Health.healthy`, :meth:`Health.report` (in ``describe()`` and the SIGUSR1 dump), and an
-``on_error(kind, error)`` hook, told when the log is and whenever a kind fails with another type of error than it
-last told: a listener that always raises would otherwise call it for every batch, hundreds of times a second.
+``on_error(kind, error)`` hook, told when the log is, and also at once of a failure at a place (broker) where the
+kind did not fail yet, of one at ERROR (data at stake: each is its own event), and whenever a kind fails with another
+type of error than it last told: a listener that always raises would otherwise call it for every batch, hundreds of
+times a second.
 
 A call made to every broker ("heartbeat", "pull", "broker connection") is one kind whatever the number of
 brokers, with the brokers where it fails named in it (``at=``): a kind per broker would log a line per broker
@@ -67,7 +69,8 @@ class Health:
     ) -> None:
         """Record a failure of ``kind`` (``at`` one broker, for a kind that spans them); log it and tell
         ``on_error`` unless the same kind was logged less than ``quiet_interval`` ago (with its traceback when
-        asked: an application's own code failed, and where matters); a new type of error is told at once."""
+        asked: an application's own code failed, and where matters); a new place, an ERROR or a new type of error
+        is told at once."""
         now = self._clock()
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         with self._lock:
@@ -76,6 +79,7 @@ class Health:
                 problem = self._problems[kind] = _Problem(message, 0, now, now, now - self._quiet)
             problem.count += 1
             problem.message, problem.last = message, now
+            somewhere_new = at is not None and at not in problem.places
             if at is not None:
                 problem.places.add(at)
             say = now - problem.logged_at >= self._quiet
@@ -84,7 +88,7 @@ class Health:
                 where = problem.where()
             else:
                 problem.unlogged += 1
-            tell = say or type(error) is not problem.told
+            tell = say or somewhere_new or level >= logging.ERROR or type(error) is not problem.told
             problem.told = type(error)
         if say:
             more = f" ({repeated} more failures since the last report)" if repeated else ""
