@@ -68,7 +68,8 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
             self._closed = True
         self._starting()
         await run_async(self._check_subscriptions(), self.transport)
-        engine = AsyncEngine(listener=self._listener, queue_listener=self._queue_listener, **self._engine_args())
+        listener = self._named_listener(self._listener)
+        engine = AsyncEngine(listener=listener, queue_listener=self._queue_listener, **self._engine_args())
         self._started(engine)
         await engine.start()
 
@@ -139,7 +140,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
             engine.ready.clear()
             taken = engine.polling_part().take(max_messages)  # on the loop: the service context itself
             if taken:
-                return taken
+                return self._named(taken)
             if engine.polling_part().callbacks:
                 continue
             left = deadline - time.monotonic()

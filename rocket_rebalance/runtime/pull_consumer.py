@@ -87,10 +87,12 @@ class PullBase(ConsumerBase[E]):
         """Consume exactly ``queues``, with no rebalance (Java's ``assign``; exclusive with ``subscribe``, as
         there). Before ``start()`` or after it (the new set replaces the old at once). Every queue is consumed from
         its stored offset (else by ``consume_from_where``) and without the fence: the queues are the application's
-        to divide."""
-        chosen = frozenset(queues)
-        if not chosen or not all(isinstance(mq, MessageQueue) for mq in chosen):
+        to divide. Under a ``namespace`` a queue's topic may be given with it or without (Java's
+        ``queuesWithNamespace``: wrapping twice is wrapping once)."""
+        given = frozenset(queues)
+        if not given or not all(isinstance(mq, MessageQueue) for mq in given):
             raise ValueError("assign() takes at least one MessageQueue")
+        chosen = frozenset(MessageQueue(self._wire_name(mq.topic), mq.broker_name, mq.queue_id) for mq in given)
         if self.config.message_model is not MessageModel.CLUSTERING:
             raise ValueError("assign() is for CLUSTERING consumers: a BROADCASTING one consumes every queue anyway")
         if self._subscriptions and self._assigned is None:
@@ -233,7 +235,7 @@ class PullConsumer(PullBase[Engine]):
             engine.ready.clear()
             taken = self._service(lambda driver: driver.polling_part().take(max_messages))
             if taken:
-                return taken
+                return self._named(taken)
             if engine.polling_part().callbacks:
                 continue
             left = deadline - time.monotonic()
