@@ -54,10 +54,14 @@ def test_two_namespaced_push_consumers_consume_everything_once(start_stub: Start
     try:
         wait_for(lambda: len(seen) >= 80)
         wait_for(lambda: len(a.owned_queues().get("TopicTest", ())) == 4 == len(b.owned_queues().get("TopicTest", ())))
-        owned = a.owned_queues()
-        assert owned.keys() == {"TopicTest", "%RETRY%GID_x"}
-        assert {mq.topic for mq in owned["TopicTest"]} == {WIRE_TOPIC}
-        assert {mq.topic for mq in owned["%RETRY%GID_x"]} == {"%RETRY%ns%GID_x"}
+        assert a.owned_queues().keys() == {"TopicTest", "%RETRY%GID_x"}
+        assert {mq.topic for mq in a.owned_queues()["TopicTest"]} == {WIRE_TOPIC}
+
+        def retry_queues() -> set[MessageQueue]:  # the stub creates the retry topic at the first heartbeat
+            return {mq for consumer in (a, b) for mq in consumer.owned_queues().get("%RETRY%GID_x", ())}
+
+        wait_for(lambda: len(retry_queues()) == 2)  # one per broker
+        assert {mq.topic for mq in retry_queues()} == {"%RETRY%ns%GID_x"}
         assert a.describe()["namespace"] == "ns"
     finally:
         assert a.shutdown() and b.shutdown()
