@@ -174,6 +174,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """The offset stored for ``queue`` (None: none yet): what this consumer knows was written, else read."""
+        queue = self._wire_queue(queue)
         known = self._committed_here(queue)
         return known if known is not None else await run_async(read_steps(self._offset_store, queue), self.transport)
 
@@ -181,15 +182,18 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
         """The next ``poll()`` returns ``queue``'s messages from ``offset`` on, which must lie in the queue's
         offsets as its broker reports them now (awaited): the threaded consumer's ``seek``, with its checks and
         errors."""
+        queue = self._wire_queue(queue)
         self._seek_checked(queue, offset)
         self._seek_within(queue, offset, await run_async(self._offsets(queue), self.transport))
 
     async def seek_to_beginning(self, queue: MessageQueue) -> None:
+        queue = self._wire_queue(queue)
         self._seek_checked(queue)
         low, high = await run_async(self._offsets(queue), self.transport)
         self._seek_within(queue, low, (low, high))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
+        queue = self._wire_queue(queue)
         self._seek_checked(queue)
         low, high = await run_async(self._offsets(queue), self.transport)
         self._seek_within(queue, high, (low, high))

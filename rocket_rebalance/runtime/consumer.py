@@ -138,7 +138,7 @@ class ConsumerBase(Generic[E]):
     the group is ``ns%<group>``, each topic ``ns%<topic>``, the retry topic ``%RETRY%ns%<group>``; the names
     given here, ``subscriptions``, ``owned_queues()``' keys and each message's ``topic`` are without it. Queues
     (``MessageQueue``: a message's ``queue``, the queue and rebalance listeners', ``owned_queues()``' values) keep
-    the wire's topic, as Java gives them: they are what ``seek()``, ``position()`` and the offsets name."""
+    the wire's topic, as Java gives them; a pull consumer's methods that take queues take them named either way."""
 
     def __init__(
         self,

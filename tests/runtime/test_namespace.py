@@ -85,6 +85,15 @@ def test_a_namespaced_pull_consumer_polls_and_is_assigned_queues_named_either_wa
         polled = poll_until(assigned, 10)
         wire = {MessageQueue(WIRE_TOPIC, "broker-a", 0), MessageQueue(WIRE_TOPIC, "broker-b", 1)}
         assert assigned.assignment() == wire
+        named = MessageQueue("TopicTest", "broker-a", 0)  # the queue named without the namespace, as Java takes it
+        assert assigned.position(named) == 5
+        assigned.seek(named, 2)
+        again = poll_until(assigned, 3)
+        assert [m.queue_offset for m in again] == [2, 3, 4]
+        assigned.pause([named])
+        assigned.resume([named])
+        assert assigned.commit()
+        assert assigned.committed(named) == 5
     assert {m.topic for m in polled} == {"TopicTest"}
 
 
