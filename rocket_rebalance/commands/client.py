@@ -442,6 +442,8 @@ def _run_produce(args: argparse.Namespace) -> int:
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise CommandError("--count and --size must be >= 0 and --batch >= 1")
     properties = _properties(args.property)
+    topic = args.topic
+    wire_names(args)  # under --namespace, sent to (and --create makes) NS%TOPIC
     transport = open_transport(
         args.namesrv, token=args.token, credentials=acl_credentials(args), tls=tls_settings(args)
     )
@@ -475,7 +477,7 @@ def _run_produce(args: argparse.Namespace) -> int:
                 sent += len(offsets)  # what the broker acknowledged
     finally:
         transport.close()
-    print(json.dumps({"sent": sent, "topic": args.topic, "queues": len(per_queue)}))
+    print(json.dumps({"sent": sent, "topic": topic, "queues": len(per_queue)}))
     return 0
 
 
@@ -637,6 +639,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")
     add_connection_options(produce, required=True)
     produce.add_argument("-t", "--topic", required=True, type=topic_name)
+    add_namespace_option(produce)
     produce.add_argument("--count", type=int, required=True)
     produce.add_argument("--size", type=int, default=64, help="body bytes per message")
     produce.add_argument("--batch", type=int, default=32, help="messages per send request")

@@ -61,6 +61,11 @@ def test_consumer_connection_and_progress_print_the_names_given(stub: str, run_c
     assert queues and {row["topic"] for row in queues} == {"TopicTest"}
 
 
+def test_produce_sends_to_the_wrapped_topic(stub: str, run_cli: RunCli) -> None:
+    done = run_cli("produce", "-t", "TopicTest", "--namespace", "ns", "-n", stub, "--count", "6")
+    assert json.loads(done.stdout) == {"sent": 6, "topic": "TopicTest", "queues": 6}
+
+
 def test_consume_prints_the_topic_given(stub: str) -> None:
     command = [sys.executable, "-m", "rocket_rebalance", "consume", "-n", stub, "-g", "GID_c", "--namespace", "ns"]
     process = subprocess.Popen(

@@ -118,6 +118,25 @@ def test_a_namespaced_async_listener_reads_the_topic_without_it(start_stub: Star
 
 
 @pytest.mark.parametrize(
+    ("queue_topic", "properties", "namespace", "topic"),
+    [
+        (WIRE_TOPIC, {}, "ns", "TopicTest"),
+        ("%RETRY%ns%GID_x", {"RETRY_TOPIC": WIRE_TOPIC}, "ns", "TopicTest"),  # retried: the original topic, unwrapped
+        ("%RETRY%ns%GID_x", {}, "ns", "%RETRY%GID_x"),
+        (WIRE_TOPIC, {}, None, WIRE_TOPIC),
+        ("other%TopicTest", {}, "ns", "other%TopicTest"),  # another namespace's topic is left as it is
+    ],
+)
+def test_a_message_s_topic_is_read_as_java_s_reset_retry_and_namespace_gives_it(
+    queue_topic: str, properties: dict[str, str], namespace: str | None, topic: str
+) -> None:
+    message = Message(
+        MessageQueue(queue_topic, "broker-a", 0), 0, "id", b"", properties=properties, namespace=namespace
+    )
+    assert message.topic == topic
+
+
+@pytest.mark.parametrize(
     ("options", "error", "text"),
     [
         ({"namespace": "a%b"}, ValueError, "namespace 'a%b' has characters"),
