@@ -34,6 +34,7 @@ __all__ = [
     "PERM_READ",
     "PERM_WRITE",
     "DLQ_GROUP_TOPIC_PREFIX",
+    "NAMESPACE_SEPARATOR",
     "RETRY_GROUP_TOPIC_PREFIX",
     "RETRY_TOPIC_PROPERTY",
     "ConsumeFromWhere",
@@ -51,9 +52,12 @@ __all__ = [
     "TlsSettings",
     "build_client_id",
     "check_group_name",
+    "check_namespace",
     "check_topic_name",
     "dead_letter_topic",
     "retry_topic",
+    "with_namespace",
+    "without_namespace",
     "check_client_id_list",
     "check_queue_list",
     "java_md5_hash",
@@ -474,6 +478,84 @@ def dead_letter_topic(group: str) -> str:
     """Where the broker moves a message of ``group`` reconsumed too often: ``%DLQ%<group>`` (Java's
     ``MixAll.getDLQTopic``)."""
     return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+NAMESPACE_SEPARATOR = "%"
+"""Between a namespace and the name it wraps: ``ns%Topic``, ``ns%GID``, ``%RETRY%ns%GID`` (Java's
+``NamespaceUtil.NAMESPACE_SEPARATOR``)."""
+
+# Java's TopicValidator system topics and MixAll's system group prefix: a namespace never wraps them.
+_SYSTEM_TOPICS = frozenset(
+    {
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+        "CHECKPOINT_TOPIC",
+    }
+)
+_SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+_SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
+_NAMESPACE_PATTERN = re.compile(r"[|a-zA-Z0-9_-]+")
+
+
+def _is_system_resource(name: str) -> bool:
+    return name in _SYSTEM_TOPICS or name.startswith((_SYSTEM_TOPIC_PREFIX, _SYSTEM_GROUP_PREFIX))
+
+
+def _split_retry_or_dlq(name: str) -> tuple[str, str]:
+    """``%RETRY%`` or ``%DLQ%`` (or nothing) and the rest: the namespace goes after that prefix, as in Java."""
+    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX):
+        if name.startswith(prefix):
+            return prefix, name[len(prefix) :]
+    return "", name
+
+
+def check_namespace(namespace: object) -> str | None:
+    """The namespace a consumer wraps its names in, or None for none (None or ``""``, as Java's ``isEmpty``).
+
+    Java checks a namespace only inside the names it wraps (``ns%GID`` must be a legal group); we also refuse what
+    Java accepts and then unwraps wrongly: a ``%`` (Java unwraps at the first one, so ``a%b`` would give back
+    ``b%GID``), and a ``rmq_sys_`` or ``CID_RMQ_SYS_`` start (the wrapped names would count as system names and
+    never be unwrapped)."""
+    if namespace is None or namespace == "":
+        return None
+    if not isinstance(namespace, str):
+        raise TypeError(f"namespace must be a str, got {type(namespace).__name__}")
+    if not _NAMESPACE_PATTERN.fullmatch(namespace):
+        raise ValueError(f"namespace {namespace!r} has characters outside [|a-zA-Z0-9_-]")
+    if namespace.startswith((_SYSTEM_TOPIC_PREFIX, _SYSTEM_GROUP_PREFIX)):
+        raise ValueError(f"namespace {namespace!r} starts like a system name; its wrapped names would not unwrap")
+    return namespace
+
+
+def with_namespace(namespace: str | None, name: str) -> str:
+    """``name`` (a topic or group) as the wire knows it under ``namespace`` (Java's ``NamespaceUtil.wrapNamespace``):
+    ``Topic`` becomes ``ns%Topic``, ``%RETRY%GID`` becomes ``%RETRY%ns%GID``; a system name, an empty one, or one
+    already wrapped in this namespace is kept, so wrapping twice is wrapping once."""
+    if not namespace or not name or _is_system_resource(name):
+        return name
+    prefix, rest = _split_retry_or_dlq(name)
+    if rest.startswith(namespace + NAMESPACE_SEPARATOR):
+        return name
+    return prefix + namespace + NAMESPACE_SEPARATOR + rest
+
+
+def without_namespace(name: str, namespace: str | None) -> str:
+    """``name`` as the user of ``namespace`` calls it (Java's two-argument ``NamespaceUtil.withoutNamespace``):
+    ``ns%Topic`` becomes ``Topic``, ``%RETRY%ns%GID`` becomes ``%RETRY%GID``; a name in another namespace, or
+    in none, is kept."""
+    if not namespace or not name or _is_system_resource(name):
+        return name
+    prefix, rest = _split_retry_or_dlq(name)
+    if not rest.startswith(namespace + NAMESPACE_SEPARATOR):
+        return name
+    return prefix + rest[rest.index(NAMESPACE_SEPARATOR) + 1 :]
 
 
 @dataclass(frozen=True)

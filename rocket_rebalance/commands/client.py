@@ -20,6 +20,7 @@ from rocket_rebalance.commands import CommandError
 from rocket_rebalance.commands.options import (
     acl_credentials,
     add_connection_options,
+    add_namespace_option,
     add_strategy_options,
     build_strategy,
     duration,
@@ -27,8 +28,9 @@ from rocket_rebalance.commands.options import (
     port,
     tls_settings,
     topic_name,
+    wire_names,
 )
-from rocket_rebalance.model import PERM_WRITE, MessageQueue, printable, sort_queues
+from rocket_rebalance.model import PERM_WRITE, MessageQueue, printable, sort_queues, without_namespace
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -207,6 +209,7 @@ def _consumer_options(args: argparse.Namespace, client_id: str, metrics: Collect
         "offset_file": args.offsets,
         "reset_offsets": args.reset_offsets,
         "metrics": metrics,
+        "namespace": args.namespace,
         **intervals,
     }
 
@@ -225,11 +228,19 @@ class _Session:
         self.work = args.work_ms / 1000
         self.held: dict[str, set[MessageQueue]] = {}  # a pull consumer's queues, per topic, as its listener heard
 
+    def topic(self, name: str) -> str:
+        """A topic as the command line named it: without ``--namespace``."""
+        return without_namespace(name, self.args.namespace)
+
     def record(self, message: Message, started: float) -> None:
-        self.recorder.record(message.mq, message.queue_offset, started, time.time(), message.tags)
+        mq = message.mq
+        queue = MessageQueue(self.topic(mq.topic), mq.broker_name, mq.queue_id)
+        self.recorder.record(queue, message.queue_offset, started, time.time(), message.tags)
 
     def queues_changed(self, topic: str, mq_all: Sequence[MessageQueue], mq_divided: Sequence[MessageQueue]) -> None:
-        _emit("owned", client=self.client_id, topic=topic, queues=_queue_names(mq_divided), total=len(mq_all))
+        _emit(
+            "owned", client=self.client_id, topic=self.topic(topic), queues=_queue_names(mq_divided), total=len(mq_all)
+        )
 
     def heard(self, queues: frozenset[MessageQueue], gained: bool) -> None:
         for mq in queues:
@@ -239,7 +250,8 @@ class _Session:
             else:
                 held.discard(mq)
         for topic in sorted({mq.topic for mq in queues}):
-            _emit("owned", client=self.client_id, topic=topic, queues=_queue_names(sort_queues(self.held[topic])))
+            queue_names = _queue_names(sort_queues(self.held[topic]))
+            _emit("owned", client=self.client_id, topic=self.topic(topic), queues=queue_names)
 
     def push_options(self, listener: Callable[[list[Message]], Any]) -> dict[str, Any]:
         """A push consumer's: the listener, the queue listener that reports its allocation, orderly or not."""
@@ -430,6 +442,8 @@ def _run_produce(args: argparse.Namespace) -> int:
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise CommandError("--count and --size must be >= 0 and --batch >= 1")
     properties = _properties(args.property)
+    topic = args.topic
+    wire_names(args)  # under --namespace, sent to (and --create makes) NS%TOPIC
     transport = open_transport(
         args.namesrv, token=args.token, credentials=acl_credentials(args), tls=tls_settings(args)
     )
@@ -463,13 +477,14 @@ def _run_produce(args: argparse.Namespace) -> int:
                 sent += len(offsets)  # what the broker acknowledged
     finally:
         transport.close()
-    print(json.dumps({"sent": sent, "topic": args.topic, "queues": len(per_queue)}))
+    print(json.dumps({"sent": sent, "topic": topic, "queues": len(per_queue)}))
     return 0
 
 
 def _run_progress(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.reads import consumer_progress
 
+    wire_names(args)
     rows = consumer_progress(
         args.namesrv,
         args.group,
@@ -484,6 +499,7 @@ def _run_progress(args: argparse.Namespace) -> int:
                 [
                     {
                         **row.mq.to_dict(),
+                        "topic": without_namespace(row.mq.topic, args.namespace),
                         "brokerOffset": row.broker_offset,
                         "consumerOffset": row.consumer_offset,
                         "diff": row.diff,
@@ -500,8 +516,9 @@ def _run_progress(args: argparse.Namespace) -> int:
         f"{'#Diff':>8}  #Last Owner"
     )
     for row in rows:
+        topic = without_namespace(row.mq.topic, args.namespace)
         print(
-            f"{row.mq.topic:<32} {printable(row.mq.broker_name):<16} {row.mq.queue_id:>4} {row.broker_offset:>14} "
+            f"{topic:<32} {printable(row.mq.broker_name):<16} {row.mq.queue_id:>4} {row.broker_offset:>14} "
             f"{row.consumer_offset:>16} {row.diff:>8}  {printable(row.last_owner or '-')}"
         )
     print(f"\nConsume TPS: -\nDiff Total: {sum(row.diff for row in rows)}")
@@ -511,6 +528,7 @@ def _run_progress(args: argparse.Namespace) -> int:
 def _run_connection(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.reads import consumer_connection
 
+    wire_names(args)
     rows = consumer_connection(
         args.namesrv, args.group, token=args.token, credentials=acl_credentials(args), tls=tls_settings(args)
     )
@@ -523,7 +541,7 @@ def _run_connection(args: argparse.Namespace) -> int:
                         "brokerName": r.broker_name,
                         "connected": r.connected,
                         "lastHeartbeatMsAgo": r.last_heartbeat_ms_ago,
-                        "topics": list(r.topics),
+                        "topics": [without_namespace(topic, args.namespace) for topic in r.topics],
                         "clientAddr": r.client_addr,
                         "language": r.language,
                         "version": r.version,
@@ -541,7 +559,7 @@ def _run_connection(args: argparse.Namespace) -> int:
         print(
             f"{number:<4} {printable(r.client_id):<48} {printable(r.broker_name):<16} "
             f"{printable(r.language or '-'):<9} {printable(r.client_addr or '-'):<22} {heartbeat:>17}  "
-            f"{printable(','.join(r.topics))}"
+            f"{printable(','.join(without_namespace(topic, args.namespace) for topic in r.topics))}"
         )
     return 0
 
@@ -550,6 +568,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume = subparsers.add_parser("consume", help="run a consumer that prints its ownership changes as JSON lines")
     add_connection_options(consume, required=True)
     consume.add_argument("-g", "--group", required=True, type=group_name, help="consumer group")
+    add_namespace_option(consume)
     consume.add_argument(
         "-t", "--topic", required=True, action="append", type=topic_name, help="topic to consume (repeatable)"
     )
@@ -620,6 +639,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     produce = subparsers.add_parser("produce", help="send test messages, spread over the topic's write queues")
     add_connection_options(produce, required=True)
     produce.add_argument("-t", "--topic", required=True, type=topic_name)
+    add_namespace_option(produce)
     produce.add_argument("--count", type=int, required=True)
     produce.add_argument("--size", type=int, default=64, help="body bytes per message")
     produce.add_argument("--batch", type=int, default=32, help="messages per send request")
@@ -639,11 +659,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_connection_options(progress, required=True)
     progress.add_argument("-g", "--group", required=True, type=group_name)
     progress.add_argument("-t", "--topic", type=topic_name)
+    add_namespace_option(progress)
     progress.add_argument("--json", action="store_true")
     progress.set_defaults(handler=_run_progress)
 
     connection = subparsers.add_parser("consumer-connection", help="the group's members at each broker")
     add_connection_options(connection, required=True)
     connection.add_argument("-g", "--group", required=True, type=group_name)
+    add_namespace_option(connection)
     connection.add_argument("--json", action="store_true")
     connection.set_defaults(handler=_run_connection)

@@ -14,8 +14,10 @@ from rocket_rebalance.model import (
     TlsSettings,
     check_duration,
     check_group_name,
+    check_namespace,
     check_topic_name,
     duration_rule,
+    with_namespace,
 )
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
@@ -26,6 +28,7 @@ __all__ = [
     "SECURITY_TOKEN_ENV",
     "acl_credentials",
     "add_connection_options",
+    "add_namespace_option",
     "add_strategy_options",
     "build_strategies",
     "build_strategy",
@@ -33,6 +36,7 @@ __all__ = [
     "group_name",
     "tls_settings",
     "topic_name",
+    "wire_names",
 ]
 
 ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
@@ -87,6 +91,41 @@ broker would accept is one usage line naming the option, before anything is read
 
 group_name = _name(check_group_name, "consumer group name")
 """An argparse ``type`` for a consumer group: the library's :func:`check_group_name`."""
+
+
+def _namespace(text: str) -> str | None:
+    try:
+        return check_namespace(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_namespace_option(parser: argparse.ArgumentParser) -> None:
+    """``--namespace``, for the commands that name a group or topic on a server: the instance's (v1) namespace,
+    as the consumers' ``namespace=``."""
+    parser.add_argument(
+        "--namespace",
+        type=_namespace,
+        metavar="NS",
+        help="the instance's namespace (Java's setNamespace): -g and -t are given without it and sent as NS%%NAME "
+        "(the retry topic %%RETRY%%NS%%GROUP)",
+    )
+
+
+def wire_names(args: argparse.Namespace) -> None:
+    """``-g`` and ``-t`` (one or repeated, where the command has them) as the wire names them under
+    ``--namespace``, in place: every later read of them is of the server's names. A name the namespace makes too
+    long is a :class:`CommandError`."""
+    try:
+        group, topic = getattr(args, "group", None), getattr(args, "topic", None)
+        if group is not None:
+            args.group = check_group_name(with_namespace(args.namespace, group))
+        if isinstance(topic, list):
+            args.topic = [check_topic_name(with_namespace(args.namespace, name)) for name in topic]
+        elif topic is not None:
+            args.topic = check_topic_name(with_namespace(args.namespace, topic))
+    except ValueError as error:
+        raise CommandError(f"under --namespace {args.namespace}: {error}") from None
 
 
 def add_connection_options(parser: argparse.ArgumentParser, required: bool, what: str = NAMESRV_HELP) -> None:

@@ -22,12 +22,14 @@ from rocket_rebalance.commands.options import (
     NAMESRV_HELP,
     acl_credentials,
     add_connection_options,
+    add_namespace_option,
     add_strategy_options,
     build_strategies,
     build_strategy,
     group_name,
     tls_settings,
     topic_name,
+    wire_names,
 )
 from rocket_rebalance.inputs import read_input_text
 from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable
@@ -67,10 +69,14 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         help="read the route from a TopicRouteData JSON file: one per -t, in the same order, or one for every topic",
     )
     parser.add_argument("-g", "--group", type=group_name, help="consumer group (passed to the strategy)")
+    add_namespace_option(parser)
 
 
 def load_routes(args: argparse.Namespace) -> list[TopicRoute]:
-    """Each topic's route, from ``--route FILE`` (one per topic, or one shared by all) or from the name server."""
+    """Each topic's route, from ``--route FILE`` (one per topic, or one shared by all) or from the name server.
+    Under ``--namespace``, ``-t`` and ``-g`` become the server's names first (the strategy is given the wrapped
+    group, as a Java consumer's is) and the plans name the queues as the server does."""
+    wire_names(args)
     topics: list[str] = args.topic
     repeated = sorted(topic for topic, count in Counter(topics).items() if count > 1)
     if repeated:

@@ -68,7 +68,8 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
             self._closed = True
         self._starting()
         await run_async(self._check_subscriptions(), self.transport)
-        engine = AsyncEngine(listener=self._listener, queue_listener=self._queue_listener, **self._engine_args())
+        listener = self._named_listener(self._listener)
+        engine = AsyncEngine(listener=listener, queue_listener=self._queue_listener, **self._engine_args())
         self._started(engine)
         await engine.start()
 
@@ -139,7 +140,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
             engine.ready.clear()
             taken = engine.polling_part().take(max_messages)  # on the loop: the service context itself
             if taken:
-                return taken
+                return self._named(taken)
             if engine.polling_part().callbacks:
                 continue
             left = deadline - time.monotonic()
@@ -173,6 +174,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """The offset stored for ``queue`` (None: none yet): what this consumer knows was written, else read."""
+        queue = self._wire_queue(queue)
         known = self._committed_here(queue)
         return known if known is not None else await run_async(read_steps(self._offset_store, queue), self.transport)
 
@@ -180,15 +182,18 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
         """The next ``poll()`` returns ``queue``'s messages from ``offset`` on, which must lie in the queue's
         offsets as its broker reports them now (awaited): the threaded consumer's ``seek``, with its checks and
         errors."""
+        queue = self._wire_queue(queue)
         self._seek_checked(queue, offset)
         self._seek_within(queue, offset, await run_async(self._offsets(queue), self.transport))
 
     async def seek_to_beginning(self, queue: MessageQueue) -> None:
+        queue = self._wire_queue(queue)
         self._seek_checked(queue)
         low, high = await run_async(self._offsets(queue), self.transport)
         self._seek_within(queue, low, (low, high))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
+        queue = self._wire_queue(queue)
         self._seek_checked(queue)
         low, high = await run_async(self._offsets(queue), self.transport)
         self._seek_within(queue, high, (low, high))

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -31,7 +32,10 @@ from rocket_rebalance.model import (
     build_client_id,
     check_duration,
     check_group_name,
+    check_namespace,
     check_topic_name,
+    with_namespace,
+    without_namespace,
 )
 from rocket_rebalance.runtime.driver import Driver
 from rocket_rebalance.runtime.engine import Engine
@@ -46,7 +50,7 @@ from rocket_rebalance.runtime.offset_store import (
 )
 from rocket_rebalance.runtime.settings import EngineSettings, MessageListener, QueueListener
 from rocket_rebalance.runtime.steps import Steps, call, run
-from rocket_rebalance.runtime.transport import AsyncTransport, Transport, TransportError
+from rocket_rebalance.runtime.transport import AsyncTransport, Message, Transport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_async_transport, open_transport
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.subscription import TAG, SubscriptionExpression, subscriptions_from
@@ -128,7 +132,13 @@ class ConsumerBase(Generic[E]):
     are the Java client's. ``rebalance_listener`` (a :class:`~rocket_rebalance.runtime.listener.RebalanceListener`)
     hears each queue assigned, revoked and lost. ``metrics=True`` exposes this consumer's metrics through
     ``prometheus_client``'s default registry, ``metrics=registry`` through that registry (see
-    :mod:`rocket_rebalance.runtime.prometheus`); off by default, and then ``prometheus_client`` is never loaded."""
+    :mod:`rocket_rebalance.runtime.prometheus`); off by default, and then ``prometheus_client`` is never loaded.
+
+    ``namespace="ns"`` joins a group on an instance with (v1) namespaces, as Java's ``setNamespace``: on the wire
+    the group is ``ns%<group>``, each topic ``ns%<topic>``, the retry topic ``%RETRY%ns%<group>``; the names
+    given here, ``subscriptions``, ``owned_queues()``' keys and each message's ``topic`` are without it. Queues
+    (``MessageQueue``: a message's ``queue``, the queue and rebalance listeners', ``owned_queues()``' values) keep
+    the wire's topic, as Java gives them; a pull consumer's methods that take queues take them named either way."""
 
     def __init__(
         self,
@@ -161,10 +171,12 @@ class ConsumerBase(Generic[E]):
         on_error: ErrorHook | None = None,
         metrics: bool | CollectorRegistry = False,
         rebalance_listener: RebalanceListener | None = None,
+        namespace: str | None = None,
         **config: Any,
     ) -> None:
-        check_group_name(consumer_group)
-        self._subscriptions = {check_topic_name(topic): expr for topic, expr in subscriptions_from(topics).items()}
+        self.namespace = check_namespace(namespace)
+        consumer_group = check_group_name(self._wire_name(check_group_name(consumer_group)))
+        self._subscriptions = {self._wire_topic(topic): expr for topic, expr in subscriptions_from(topics).items()}
         self.client_id = client_id or default_client_id()
         waited = os.environ.get(WAIT_INTERVAL_ENV)
         if "rebalance_interval" not in config and waited:
@@ -213,6 +225,33 @@ class ConsumerBase(Generic[E]):
         self._metrics: ConsumeMetrics | None = None
         self._remove_metrics: Callable[[], None] | None = None
 
+    def _wire_name(self, name: str) -> str:
+        """A group or topic as the wire names it: in ``namespace``, when there is one."""
+        return with_namespace(self.namespace, name)
+
+    def _wire_topic(self, topic: str) -> str:
+        """A topic the user gives, checked as given and as the wire names it (the namespace counts towards the
+        length)."""
+        return check_topic_name(self._wire_name(check_topic_name(topic)))
+
+    def _user_name(self, name: str) -> str:
+        """A wire name as the user gave it: without ``namespace``."""
+        return without_namespace(name, self.namespace)
+
+    def _named(self, messages: list[Message]) -> list[Message]:
+        """Messages as the user reads them: their ``topic`` without ``namespace``."""
+        if self.namespace is None:
+            return messages
+        return [replace(message, namespace=self.namespace) for message in messages]
+
+    def _named_listener(self, listener: MessageListener | None) -> MessageListener | None:
+        """The listener, given messages whose ``topic`` is without ``namespace`` (an ``async def`` one's awaitable
+        is returned as it is)."""
+        if listener is None or self.namespace is None:
+            return listener
+        given = listener
+        return lambda messages: given(self._named(messages))
+
     @staticmethod
     def _check_metrics(metrics: bool | CollectorRegistry) -> CollectorRegistry | bool:
         """The registry metrics go to (True: the default one), or False; refused at once when they cannot be
@@ -231,12 +270,12 @@ class ConsumerBase(Generic[E]):
         :class:`~rocket_rebalance.subscription.ExpressionError`."""
         if self._engine is not None:
             raise RuntimeError("subscribe before start()")
-        self._subscriptions[check_topic_name(topic)] = SubscriptionExpression(expression, expression_type).check()
+        self._subscriptions[self._wire_topic(topic)] = SubscriptionExpression(expression, expression_type).check()
 
     @property
     def subscriptions(self) -> dict[str, SubscriptionExpression]:
-        """Each subscribed topic's expression."""
-        return dict(self._subscriptions)
+        """Each subscribed topic's expression (topics without ``namespace``)."""
+        return {self._user_name(topic): expression for topic, expression in self._subscriptions.items()}
 
     def _starting(self) -> None:
         """What ``start()`` checks and sets up before the engine exists."""
@@ -301,12 +340,16 @@ class ConsumerBase(Generic[E]):
                 )
 
     def owned_queues(self) -> dict[str, frozenset[MessageQueue]]:
-        """The queues this consumer owns now, per topic (the retry topic included)."""
-        return {} if self._engine is None else self._engine.owned()
+        """The queues this consumer owns now, per topic (the retry topic included; keyed without ``namespace``,
+        the queues with the wire's names)."""
+        owned = {} if self._engine is None else self._engine.owned()
+        return {self._user_name(topic): queues for topic, queues in owned.items()}
 
     def describe(self) -> dict[str, object]:
-        """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis."""
-        return {"started": False} if self._engine is None else self._engine.describe()
+        """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis; the names in it
+        are the wire's, and ``namespace`` says which one wraps them."""
+        state: dict[str, object] = {"started": False} if self._engine is None else self._engine.describe()
+        return state if self.namespace is None else {"namespace": self.namespace, **state}
 
     @property
     def healthy(self) -> bool:
@@ -365,7 +408,8 @@ class PushConsumer(ConsumerBase[Engine]):
             self._closed = True
         self._starting()
         run(self._check_subscriptions(), self.transport)
-        engine = Engine(listener=self._listener, queue_listener=self._queue_listener, **self._engine_args())
+        listener = self._named_listener(self._listener)
+        engine = Engine(listener=listener, queue_listener=self._queue_listener, **self._engine_args())
         self._started(engine)
         engine.start()
 

@@ -88,9 +88,10 @@ class PullBase(ConsumerBase[E]):
         there). Before ``start()`` or after it (the new set replaces the old at once). Every queue is consumed from
         its stored offset (else by ``consume_from_where``) and without the fence: the queues are the application's
         to divide."""
-        chosen = frozenset(queues)
-        if not chosen or not all(isinstance(mq, MessageQueue) for mq in chosen):
+        given = frozenset(queues)
+        if not given or not all(isinstance(mq, MessageQueue) for mq in given):
             raise ValueError("assign() takes at least one MessageQueue")
+        chosen = frozenset(map(self._wire_queue, given))
         if self.config.message_model is not MessageModel.CLUSTERING:
             raise ValueError("assign() is for CLUSTERING consumers: a BROADCASTING one consumes every queue anyway")
         if self._subscriptions and self._assigned is None:
@@ -142,6 +143,13 @@ class PullBase(ConsumerBase[E]):
             raise value
         return value  # type: ignore[no-any-return]
 
+    def _wire_queue(self, queue: MessageQueue) -> MessageQueue:
+        """``queue`` as the wire names it: under a ``namespace`` each method that takes queues takes their topic
+        with it or without, as Java's ``queueWithNamespace`` (wrapping twice is wrapping once)."""
+        if self.namespace is None:
+            return queue
+        return MessageQueue(self._wire_name(queue.topic), queue.broker_name, queue.queue_id)
+
     def _seek_checked(self, queue: MessageQueue, offset: int | None = None) -> None:
         """A seek's checks that need no broker, made before one is asked: the offset (when one is given) is a whole
         number, not negative, and the queue is ours now (:class:`~rocket_rebalance.runtime.settings.
@@ -157,16 +165,17 @@ class PullBase(ConsumerBase[E]):
 
     def position(self, queue: MessageQueue) -> int:
         """The offset of the next message ``poll()`` returns from ``queue``."""
+        queue = self._wire_queue(queue)
         return self._service(lambda engine: engine.polling_part().position(queue))
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Neither pull nor return messages of ``queues`` until :meth:`resume`; a queue revoked meanwhile forgets
         it (as Kafka's consumers do). The queues stay ours: pausing is not leaving."""
-        chosen = list(queues)
+        chosen = list(map(self._wire_queue, queues))
         self._service(lambda engine: engine.polling_part().pause(chosen))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
-        chosen = list(queues)
+        chosen = list(map(self._wire_queue, queues))
         self._service(lambda engine: engine.polling_part().pause(chosen, paused=False))
 
     def assignment(self) -> frozenset[MessageQueue]:
@@ -233,7 +242,7 @@ class PullConsumer(PullBase[Engine]):
             engine.ready.clear()
             taken = self._service(lambda driver: driver.polling_part().take(max_messages))
             if taken:
-                return taken
+                return self._named(taken)
             if engine.polling_part().callbacks:
                 continue
             left = deadline - time.monotonic()
@@ -264,6 +273,7 @@ class PullConsumer(PullBase[Engine]):
     def committed(self, queue: MessageQueue) -> int | None:
         """The offset stored for ``queue`` (None: none yet): what this consumer knows was written, else read from
         the store."""
+        queue = self._wire_queue(queue)
         known = self._committed_here(queue)
         return known if known is not None else run(read_steps(self._offset_store, queue), self.transport)
 
@@ -277,17 +287,20 @@ class PullConsumer(PullBase[Engine]):
         now, :class:`~rocket_rebalance.runtime.settings.SeekOffsetError` when ``offset`` is outside, and
         :class:`~rocket_rebalance.runtime.transport.TransportError` when the broker could not be asked; then
         nothing moved."""
+        queue = self._wire_queue(queue)
         self._seek_checked(queue, offset)
         self._seek_within(queue, offset, run(self._offsets(queue), self.transport))
 
     def seek_to_beginning(self, queue: MessageQueue) -> None:
         """Seek to the queue's oldest stored message (the committed offset does not move back: see :meth:`seek`)."""
+        queue = self._wire_queue(queue)
         self._seek_checked(queue)
         low, high = run(self._offsets(queue), self.transport)
         self._seek_within(queue, low, (low, high))
 
     def seek_to_end(self, queue: MessageQueue) -> None:
         """Seek past the queue's newest message: only what comes after is returned."""
+        queue = self._wire_queue(queue)
         self._seek_checked(queue)
         low, high = run(self._offsets(queue), self.transport)
         self._seek_within(queue, high, (low, high))

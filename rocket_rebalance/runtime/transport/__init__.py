@@ -27,6 +27,7 @@ from rocket_rebalance.model import (
     ConsumeFromWhere,
     MessageModel,
     MessageQueue,
+    without_namespace,
 )
 from rocket_rebalance.route import TopicRoute
 from rocket_rebalance.subscription import TAG, ExpressionError, SubscriptionExpression
@@ -122,6 +123,7 @@ class Message:
     born_timestamp_ms: int = 0
     store_timestamp_ms: int = 0
     body_error: str = ""  # why the stored body could not be read; such a message never reaches the listener
+    namespace: str | None = None  # the consumer's (``namespace=``): ``topic`` is given without it
 
     @property
     def queue(self) -> MessageQueue:
@@ -133,10 +135,13 @@ class Message:
         """The topic the message was sent to, as Java's listener sees it: one re-delivered through the group's
         retry topic carries its original topic in the ``RETRY_TOPIC`` property, which Java puts back
         (``resetRetryAndNamespace``) so a listener that checks the topic does not skip every retried message.
-        ``mq`` stays the queue it was pulled from, which is what its offset belongs to."""
-        if self.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return self.properties.get(RETRY_TOPIC_PROPERTY) or self.mq.topic
-        return self.mq.topic
+        ``mq`` stays the queue it was pulled from, which is what its offset belongs to. Under a consumer's
+        ``namespace`` the topic is given without it (``ns%Orders`` reads ``Orders``), as Java's
+        ``resetRetryAndNamespace`` gives it, while ``mq`` keeps the wire's name."""
+        topic = self.mq.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic = self.properties.get(RETRY_TOPIC_PROPERTY) or topic
+        return without_namespace(topic, self.namespace)
 
 
 class PullStatus:
