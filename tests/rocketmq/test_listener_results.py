@@ -11,7 +11,6 @@ pull's messages in order, in Java's client and in ours."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.lab.mixed_group import new_topic
-from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster, java_produce, mqadmin
+from rocket_rebalance.lab.rocketmq import JavaPeer, RocketMQCluster
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue, dead_letter_topic
 from rocket_rebalance.runtime.consumer import PushConsumer
@@ -262,52 +261,3 @@ def test_a_mistaken_return_and_a_stuck_listener_on_a_real_broker(rocketmq: Rocke
         release.set()
         transport.close()
         consumer.shutdown(10)
-
-
-def test_a_refused_message_of_an_inner_batch_comes_back_through_the_retry_topic(
-    rocketmq: RocketMQCluster, tmp_path: Path
-) -> None:
-    """A BatchCQ topic's inner messages cannot be sent back (the broker finds the whole batch at the commit-log
-    offset: MESSAGE_ILLEGAL); Java's consumer sends each to the retry topic with a producer of its own, and so do
-    we: a message refused once comes back with its reconsume count, in both groups."""
-    topic = "AnswersBatchCQ"
-    assert rocketmq.lib is not None
-    mqadmin(
-        rocketmq.lib, tmp_path / "admin",
-        *("updateTopic", "-n", rocketmq.namesrv_address, "-b", rocketmq.brokers["broker-a"].address, "-t", topic),
-        *("-r", "2", "-w", "2", "-a", "+queue.type=BatchCQ"),
-    )  # fmt: skip
-    seen: list[tuple[str, int]] = []
-
-    def listener(batch: list[Message]) -> ConsumeResult | None:
-        seen.extend((hashlib.sha256(m.body).hexdigest(), m.reconsume_times) for m in batch)
-        return ConsumeResult.RECONSUME_LATER if any(m.reconsume_times == 0 for m in batch) else None
-
-    java = java_group(rocketmq, tmp_path, "GID_batch_cq_retry_java", topic)
-    python = python_group(rocketmq, "GID_batch_cq_retry_py", topic, listener)
-    try:
-        sent = java_produce(
-            rocketmq.lib,
-            tmp_path / "producer",
-            rocketmq.namesrv_address,
-            topic,
-            ["mode=batch,count=4,size=256,tag=later"],
-        )
-        wanted = sorted((s["sha256"], times) for s in sent for times in (0, 1))
-        try:
-            wait_until(lambda: sorted(set(seen)) == wanted, 90, "our group's messages, refused and back")
-        except TimeoutError:
-            retried = stored(rocketmq, "%RETRY%GID_batch_cq_retry_py", "GID_batch_cq_retry_reader")
-            dead = dead_letters(rocketmq, "GID_batch_cq_retry_py")
-            shown = [
-                (m.queue_offset, m.reconsume_times, m.body_error, len(m.body), dict(m.properties)) for m in retried
-            ]
-            raise AssertionError(f"ours saw {sorted(set(seen))}; the retry topic holds {shown}; DLQ {dead}") from None
-        wait_until(
-            lambda: sorted({(e["sha256"], e["reconsumeTimes"]) for e in java.consumed()}) == wanted,
-            90,
-            "the Java group's messages, refused and back",
-        )
-    finally:
-        python.shutdown(10)
-        java.stop()

@@ -17,13 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue, retry_topic
+from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue
 from rocket_rebalance.remoting import (
     RemotingCommand,
     RequestCode,
     ResponseCode,
     bodies,
-    message,
     request,
     response_to,
 )
@@ -225,42 +224,6 @@ def test_a_reset_of_offsets_reaches_the_consumer_and_its_status_is_answered(
         assert not any(
             c.is_response and c.code != ResponseCode.SUCCESS for c in server.received
         )  # no answer to a oneway
-    finally:
-        transport.close()
-
-
-@pytest.mark.parametrize(("delay_level", "reconsumed", "delay"), [(0, 3, "5"), (4, 3, "4"), (-1, 17, None)])
-def test_a_send_back_the_broker_refuses_goes_to_the_retry_topic_as_java_sends_it(
-    serve: Callable[[Handler], ScriptedServer], delay_level: int, reconsumed: int, delay: str | None
-) -> None:
-    """A message of a BatchCQ inner batch cannot be sent back (the broker finds the whole batch at its commit-log
-    offset: MESSAGE_ILLEGAL); Java's consumer then sends it to the retry topic itself, and so do we (issue 38)."""
-
-    def refuse_send_back(command: RemotingCommand) -> RemotingCommand | None:
-        if command.code == RequestCode.CONSUMER_SEND_MSG_BACK:
-            return response_to(command, ResponseCode.MESSAGE_ILLEGAL, remark="look message by offset failed")
-        return None
-
-    server = serve(broker_like(refuse_send_back))
-    transport = connected(server)
-    retried = MessageQueue(retry_topic("G"), "broker-a", 0)
-    failed = Message(
-        retried, 7, "UNIQ1", b"body", tags="TagA", properties={"TAGS": "TagA", "RETRY_TOPIC": "TopicT", "k": "v"},
-        commit_log_offset=100, reconsume_times=2,
-    )  # fmt: skip
-    try:
-        transport.send_back("G", failed, 16, delay_level)
-        (sent,) = [c for c in server.received if c.code == RequestCode.SEND_MESSAGE_V2]
-        assert (sent.ext["b"], sent.ext["n"], sent.ext["e"]) == (
-            retried.topic,
-            "broker-a",
-            "0",
-        ) and sent.body == b"body"
-        assert (sent.ext["j"], sent.ext["l"]) == (str(reconsumed), "16")
-        properties = message.decode_properties(sent.ext["i"])
-        assert properties["RETRY_TOPIC"] == "TopicT" and properties["ORIGIN_MESSAGE_ID"] == "UNIQ1"
-        assert (properties["RECONSUME_TIME"], properties["MAX_RECONSUME_TIMES"]) == (str(reconsumed), "16")
-        assert properties.get("DELAY") == delay and (properties["TAGS"], properties["k"]) == ("TagA", "v")
     finally:
         transport.close()
 

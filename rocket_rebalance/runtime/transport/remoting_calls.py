@@ -14,14 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 
-from rocket_rebalance.model import (
-    RETRY_TOPIC_PROPERTY,
-    AclCredentials,
-    MessageModel,
-    MessageQueue,
-    TlsSettings,
-    retry_topic,
-)
+from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, TlsSettings, retry_topic
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -339,9 +332,7 @@ class RemotingCalls(RemotingWire):
     def send_back(self, consumer_group: str, message: Message, max_reconsume_times: int, delay_level: int) -> Op[None]:
         """CONSUMER_SEND_MSG_BACK: the broker stores the message again in ``%RETRY%<group>`` (delay level 0: the
         broker picks 3 + reconsume times) or, past ``max_reconsume_times`` or at delay level -1, in the dead-letter
-        queue. A broker that refuses it (a message of a BatchCQ inner batch, which it looks up by commit-log offset
-        and finds the whole batch: MESSAGE_ILLEGAL) gets the message sent to the retry topic instead, as Java's
-        ``sendMessageBack`` falls back to its producer."""
+        queue."""
         address = yield from self.master(message.mq.broker_name)
         ext = headers.consumer_send_msg_back(
             consumer_group,
@@ -351,14 +342,8 @@ class RemotingCalls(RemotingWire):
             origin_topic=message.topic,
             max_reconsume_times=max_reconsume_times,
         )
-        name = f"CONSUMER_SEND_MSG_BACK {message.mq}"
-        answer = yield from self.call(address, name, request(RequestCode.CONSUMER_SEND_MSG_BACK, ext))
-        if answer.code == ResponseCode.SUCCESS:
-            return
-        refused = wire_error(name, address, answer)
-        retry = MessageQueue(retry_topic(consumer_group), message.mq.broker_name, 0)
-        send = f"SEND_MESSAGE_V2 to {retry} (after {refused})"
-        yield from self.ok(address, send, _retry_message(retry, message, max_reconsume_times, delay_level))
+        command = request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
+        yield from self.ok(address, f"CONSUMER_SEND_MSG_BACK {message.mq}", command)
 
     def send(
         self,
@@ -396,40 +381,6 @@ class RemotingCalls(RemotingWire):
             if data.broker_name == broker:
                 return data.write_queue_nums
         raise TransportError(f"topic {topic} has no queue on broker {broker}", "NOT_FOUND")
-
-
-# MessageConst: what Java's consumer sets on a message it sends to the retry topic itself
-_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-_RECONSUME_TIME = "RECONSUME_TIME"
-_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
-_DELAY = "DELAY"
-_TRANSACTION_PREPARED = "TRAN_MSG"
-
-
-def _retry_message(retry: MessageQueue, failed: Message, max_reconsume_times: int, delay_level: int) -> RemotingCommand:
-    """``failed`` as a new message of the group's retry topic, as Java's consumer builds it when the broker refuses
-    to send it back: its properties, plus where it came from, its reconsume count one higher and the limit, and the
-    delay level (3 + reconsume times, as the broker picks; -1: a reconsume count past the limit, which the broker
-    stores in the dead-letter queue)."""
-    reconsumed = failed.reconsume_times + 1 if delay_level >= 0 else max_reconsume_times + 1
-    properties = {name: value for name, value in failed.properties.items() if name != _TRANSACTION_PREPARED}
-    properties |= {
-        RETRY_TOPIC_PROPERTY: failed.topic,
-        _ORIGIN_MESSAGE_ID: failed.properties.get(_ORIGIN_MESSAGE_ID) or failed.msg_id,
-        _RECONSUME_TIME: str(reconsumed),
-        _MAX_RECONSUME_TIMES: str(max_reconsume_times),
-    }
-    if delay_level >= 0:
-        properties[_DELAY] = str(delay_level or 3 + failed.reconsume_times)
-    ext = headers.send_message_v2(
-        PRODUCER_GROUP,
-        retry,
-        message.encode_properties(properties),
-        born_timestamp_ms=int(time.time() * 1000),
-        reconsume_times=reconsumed,
-        max_reconsume_times=max_reconsume_times,
-    )
-    return request(RequestCode.SEND_MESSAGE_V2, ext, failed.body)
 
 
 class RemotingEnds:
