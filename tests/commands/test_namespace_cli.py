@@ -11,11 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocket_rebalance.lab.stub_cluster import StubProcess
-from rocket_rebalance.model import ConsumeFromWhere, MessageModel
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, GroupRegistration
-from rocket_rebalance.runtime.transport.grpc import GrpcTransport
-from tests.commands.conftest import RunCli
+from tests.commands.conftest import RunCli, stub_with_members
 
 pytestmark = pytest.mark.e2e
 
@@ -24,18 +20,10 @@ WIRE_TOPIC = "ns%TopicTest"
 
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process = StubProcess(tmp_path_factory.mktemp("stub"), [f"{WIRE_TOPIC}:broker-a=4,broker-b=2"])
-    address = process.start()
-    transport = GrpcTransport(address)
-    registration = GroupRegistration(
-        "ns%GID_n", True, MessageModel.CLUSTERING, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, (WIRE_TOPIC,)
-    )
-    for client in ("10.0.0.2@2", "10.0.0.1@1"):
-        for broker in ("broker-a", "broker-b"):
-            transport.heartbeat(broker, client, registration)
-    transport.close()
-    yield GRPC_SCHEME + address
-    process.stop()
+    with stub_with_members(
+        tmp_path_factory.mktemp("stub"), f"{WIRE_TOPIC}:broker-a=4,broker-b=2", "ns%GID_n", WIRE_TOPIC
+    ) as address:
+        yield address
 
 
 def test_allocate_mq_reads_the_wrapped_route_and_names_the_server_s_queues(stub: str, run_cli: RunCli) -> None:

@@ -7,31 +7,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocket_rebalance.lab.stub_cluster import StubProcess
-from rocket_rebalance.model import ConsumeFromWhere, MessageModel, MessageQueue, prepare_rebalance_input
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, GroupRegistration
-from rocket_rebalance.runtime.transport.grpc import GrpcTransport
+from rocket_rebalance.runtime.transport import GRPC_SCHEME
 from rocket_rebalance.strategies import create_strategy
-from tests.commands.conftest import RunCli
+from tests.commands.conftest import RunCli, stub_with_members
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process = StubProcess(tmp_path_factory.mktemp("stub"), ["TopicTest:broker-a=4,broker-b=2"])
-    address = process.start()
-    transport = GrpcTransport(address)
-    registration = GroupRegistration(
-        "GID_preview", True, MessageModel.CLUSTERING, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, ("TopicTest",)
-    )
-    for client in ("10.0.0.2@2", "10.0.0.1@1"):
-        for broker in ("broker-a", "broker-b"):
-            transport.heartbeat(broker, client, registration)
-    transport.close()
-    yield GRPC_SCHEME + address
-    process.stop()
+    with stub_with_members(
+        tmp_path_factory.mktemp("stub"), "TopicTest:broker-a=4,broker-b=2", "GID_preview", "TopicTest"
+    ) as address:
+        yield address
 
 
 def test_allocate_mq_reads_the_route_from_the_server(stub: str, run_cli: RunCli) -> None:
