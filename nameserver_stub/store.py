@@ -144,12 +144,14 @@ class Store:
 
     @staticmethod
     def _open_lock_file(data_dir: Path) -> IO[str]:
+        if "\0" in str(data_dir):  # in our words: Python's own differ from one version to the next
+            raise ConfigError(f"data directory {data_dir} cannot be used: it contains a NUL byte")
         if data_dir.exists() and not data_dir.is_dir():
             raise ConfigError(f"data directory {data_dir} is not a directory")
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             lock_file = open(data_dir / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held until close()
-        except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
+        except (OSError, ValueError) as error:  # ValueError: a name the file system's encoding cannot write
             raise ConfigError(f"data directory {data_dir} cannot be used: {_reason(error)}") from None
         try:
             fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)

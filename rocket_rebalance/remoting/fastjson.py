@@ -9,7 +9,9 @@ number, an object becomes a :class:`FrozenJson`, an array a tuple, so every key 
 
 :func:`dumps` writes the same dialect, so a Python consumer can answer a broker's GET_CONSUMER_RUNNING_INFO exactly
 as a Java client does. Every invalid document is a :class:`ProtocolError` with its position, never a
-``RecursionError``: the fallback parser keeps its own stack and refuses nesting deeper than :data:`MAX_DEPTH`.
+``RecursionError``: the fallback parser keeps its own stack and refuses nesting deeper than :data:`MAX_DEPTH`. How deep
+the standard parser goes before it gives up (and the fallback refuses) depends on the Python: about 1,000 levels on
+3.11, 1,500 on 3.12, 10,000 on 3.13.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from rocket_rebalance.remoting.frame import ProtocolError
 __all__ = ["MAX_DEPTH", "FrozenJson", "dumps", "loads", "queue_from_json"]
 
 MAX_DEPTH = 200
-"""Deepest nesting :func:`loads` accepts; RocketMQ bodies nest about 5 deep."""
+"""Deepest nesting :func:`loads` accepts in fastjson's own dialect (standard JSON: what the Python's parser takes);
+RocketMQ bodies nest about 5 deep."""
 
 
 class FrozenJson(Mapping[Any, Any]):

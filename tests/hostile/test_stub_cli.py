@@ -166,7 +166,7 @@ def test_tls_files_that_are_missing_or_not_pem(tmp_path: Path) -> None:
 
 
 def test_a_nul_byte_in_the_data_dir() -> None:
-    with pytest.raises(ConfigError, match="cannot be used: embedded null byte"):
+    with pytest.raises(ConfigError, match="cannot be used: it contains a NUL byte"):
         Store(Path("stub\0data"))
 
 

@@ -2,7 +2,11 @@
 certificates the test makes with the ``openssl`` command: two of our consumers and a Java consumer (``useTLS``
 through ``tls.enable``, verifying against the same CA) share a group over TLS and consume every message exactly
 once; a plaintext consumer hears one line saying to turn TLS on; a wrong CA is refused by the command in one
-line. The asyncio transport speaks TLS to the same cluster, and without it hears to turn it on."""
+line. The asyncio transport speaks TLS to the same cluster, and without it hears to turn it on.
+
+These are also the real-broker smoke tests of the newest Python (``smoke``, run by ``make test-pythons``): one
+cluster, a group of ours and Java over TLS, both transports, the ``ssl`` module's handshakes and refusals, the
+command in a process of its own; the plain wire on that Python is the scripted-server and stub tests' (the rest)."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from tests.hostile.cli import run_cli
 from tests.rocketmq.conftest import start_cluster
 from tests.rocketmq.exactly_once import FAST, share_a_group_exactly_once
 
-pytestmark = pytest.mark.rocketmq
+pytestmark = [pytest.mark.rocketmq, pytest.mark.smoke]
 
 TOPIC, GROUP, QUEUES = "TlsTopic", "GID_tls", 4
 
