@@ -58,20 +58,23 @@ def fill(cluster: RocketMQCluster, name: str, tags: list[str]) -> tuple[str, Mes
 
 
 def dead_letters(cluster: RocketMQCluster, group: str) -> list[str]:
-    """The tags of what is in ``group``'s dead-letter queue."""
-    return [m.tags for m in stored(cluster, dead_letter_topic(group), f"{group}_reader")]
+    """The tags of what is in ``group``'s dead-letter queue, on every broker: the broker a message is sent back to
+    keeps it (ours send it back to the message's own broker; Java's orderly consumer sends it to the retry topic
+    with its producer, which picks any broker of that topic)."""
+    return [m.tags for broker in cluster.broker_names for m in stored(cluster, broker, dead_letter_topic(group))]
 
 
-def stored(cluster: RocketMQCluster, topic: str, reader: str) -> list[Message]:
-    """What queue 0 of ``topic`` at broker-a holds (read by a group of its own, ``reader``), or nothing yet."""
+def stored(cluster: RocketMQCluster, broker: str, topic: str) -> list[Message]:
+    """What queue 0 of ``topic`` at ``broker`` holds (read by a group of its own), or nothing yet."""
+    reader = f"GID_reader{topic.replace('%', '_')}"  # one per topic: a group's heartbeat replaces its subscriptions
     transport = cluster.transport()
     try:
         registration = GroupRegistration(
             reader, False, MessageModel.CLUSTERING, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, (topic,)
         )
-        transport.heartbeat("broker-a", f"127.0.0.1@{reader}", registration)
-        return pull_all(transport, MessageQueue(topic, "broker-a", 0), reader)
-    except TransportError:  # no such topic yet
+        transport.heartbeat(broker, f"127.0.0.1@{reader}", registration)
+        return pull_all(transport, MessageQueue(topic, broker, 0), reader)
+    except TransportError:  # no such topic there (yet)
         return []
     finally:
         transport.close()
