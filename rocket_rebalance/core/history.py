@@ -204,13 +204,14 @@ class RoundHistory:
         self.rounds.append(self._watch)
         _count(self.totals.rounds, trigger)
 
-    def list_read(self, topic: str, members: tuple[str, ...] | None, now: float) -> None:
+    def list_read(self, topic: str, members: tuple[str, ...] | None, now: float, why: str = "") -> None:
+        """``topic``'s list as read (None: not read, ``why`` said after the problem's words)."""
         record = self.last
         if record is not None:
             record.members[topic] = members
             record.lists_at = now
             if members is None:
-                self._problem(record, f"member list of {topic} not read", Failure.MEMBER_LIST)
+                self._problem(record, f"member list of {topic} not read{why}", Failure.MEMBER_LIST)
             else:
                 listed = tuple(sorted(members))
                 if self._members.get(topic) != listed:

@@ -57,6 +57,11 @@ Locks and the fence
       so (and again when the count changes, 1 meaning resolved); with locks, the topic is allocated nothing
       until the list shows our ID once: its queues are released as in L3, and the next round after the other
       consumer leaves (NOTIFY or the periodic round) takes them again. Without locks the share is Java's.
+      The count holds only once the broker lists us: with locks, a topic's member list is read only from a broker
+      that answered a heartbeat of ours sent after our last connection loss there (``BrokerRegistered``), since
+      before that the one entry of our ID is the other consumer's, whose queues would be ours too and whose locks
+      the broker would grant us. A round in which no list can be read yet is not a round (as R1): the
+      registration starts it; one in which some can is, and the others count as not read (R3).
   L7. A queue allocated to us whose lock the broker refuses is listed by ``lock_waits()`` with the time of the
       first refusal, until it is granted or the queue is no longer ours, so the runtime can say which queues wait
       and for how long (a holder that was killed keeps its lock until the broker's lock lifetime lapses).
@@ -430,12 +435,17 @@ class RebalanceCore:
         self._members_seen: dict[str, float | None] = {}
         self._epochs: dict[str, int] = {}  # broker -> connection losses seen (L9)
         self._rejoin_at: dict[str, float] = {}  # broker -> when locking there may resume after a loss (L9)
+        self._registered: set[str] = set()  # brokers that listed us since our last connection loss there (L6)
+        # L6: the brokers a round waits for (their lists were not read), and the trigger of the round it put off
+        self._awaiting: set[str] = set()
+        self._put_off: tuple[str, str, str] | None = None
         # L9: broker -> until when no check follows there, and the queues of the last one if it released (then a
         # refused queue it did not name may be checked before)
         self._dead_checks: dict[str, tuple[float, frozenset[MessageQueue]]] = {}
         self._dead_checks_open: dict[str, _DeadCheck] = {}  # broker -> its ReleaseDeadHolders on the way (L9)
         self._releases_in_doubt: dict[MessageQueue, float] = {}  # mq -> until when it is not locked (L9 (c))
         self._started = False
+        self._started_at = -_NEVER
         self._shutting_down = False
         self._shutdown_done = False
         self._round_pending: set[str] = set()
@@ -450,6 +460,7 @@ class RebalanceCore:
         self.history = RoundHistory()  # the last rounds, for describe() (rocket_rebalance.core.history)
         self._next_route_at = _NEVER
         self._next_heartbeat_at = _NEVER
+        self._last_heartbeat_at = -_NEVER
         self._next_persist_at = _NEVER
         self._next_lock_all_at = _NEVER
         self._next_request_id = 0
@@ -619,6 +630,7 @@ class RebalanceCore:
             out.append(UnlockQueues(broker, tuple(sort_queues(self._out_unlock[broker]))))
         if self._out_heartbeat and not self._shutting_down:
             out.append(SendHeartbeat(self.topics))
+            self._last_heartbeat_at = now
             self._next_heartbeat_at = now + self.config.heartbeat_interval
         wake = self._compute_wakeup()
         announced = None if wake == _NEVER else wake
@@ -693,6 +705,16 @@ class RebalanceCore:
             return
         requested_at, self._round_requested_at = self._round_requested_at, _NEVER
         routed = [topic for topic in self.topics if topic in self._routes]
+        unregistered = {topic for topic in routed if self._awaits_registration(topic)}
+        self._awaiting = {broker for topic in unregistered if (broker := self._member_brokers[topic]) is not None}
+        if unregistered:
+            self._heartbeat_again(now)
+        if routed and len(unregistered) == len(routed) and now < self._started_at + self.config.request_timeout:
+            # L6: not a round yet; the registration starts it, or a later try (after another heartbeat)
+            self._put_off = self._round_trigger
+            self._request_round(now + self.config.unbalanced_retry_interval, *self._put_off)
+            return
+        self._put_off = None
         if not routed:
             # R1: nothing to balance yet. Not counted as a round, so the first RouteUpdated balances at once.
             self._request_round(now + self.config.rebalance_interval, Trigger.TIMER)
@@ -704,6 +726,8 @@ class RebalanceCore:
         for topic in routed:
             if self.config.message_model is MessageModel.BROADCASTING:
                 self._apply_allocation(topic, self._routes[topic], now)
+            elif topic in unregistered:
+                self._list_failed(topic, now, f": {self._member_brokers[topic]} has not listed us yet")
             else:
                 self._round_pending.add(topic)
                 self._emit(FetchConsumerList(topic, self._member_brokers.get(topic)))
@@ -711,6 +735,17 @@ class RebalanceCore:
             self._round_deadline = now + self.config.request_timeout
         else:
             self._finish_round(now)
+
+    def _heartbeat_again(self, now: float) -> None:
+        """L6: a round waits for a registration: heartbeat again, unless one went out within the retry interval
+        (the start's, usually), so a failed heartbeat does not hold the rounds until the next periodic one."""
+        if now - self._last_heartbeat_at >= self.config.unbalanced_retry_interval:
+            self._out_heartbeat = True
+
+    def _awaits_registration(self, topic: str) -> bool:
+        """L6: with locks, ``topic``'s list is not read from a broker that has not listed us since our last loss."""
+        broker = self._member_brokers.get(topic)
+        return self.config.uses_locks and broker is not None and broker not in self._registered
 
     def _finish_round(self, now: float) -> None:
         self._round_pending.clear()
@@ -726,17 +761,25 @@ class RebalanceCore:
         if event.topic not in self._round_pending:
             return  # an answer from an abandoned round: its view may be stale
         self._round_pending.discard(event.topic)
-        self.history.list_read(event.topic, event.client_ids, now)
-        if event.client_ids is not None:
-            self._note_members(event.client_ids, now)
         if event.client_ids is None:
-            self._round_failed = True
-            self._mark_unbalanced(now, Failure.MEMBER_LIST, f"member list of {event.topic} not read")
-        elif event.topic in self._routes and event.topic in self.topics:
-            if spans_topics(self.config.strategy):
-                self._round_lists[event.topic] = event.client_ids
-            else:
-                self._rebalance_clustering(event.topic, event.client_ids, now)
+            self._list_failed(event.topic, now)
+        else:
+            self.history.list_read(event.topic, event.client_ids, now)
+            self._note_members(event.client_ids, now)
+            if event.topic in self._routes and event.topic in self.topics:
+                if spans_topics(self.config.strategy):
+                    self._round_lists[event.topic] = event.client_ids
+                else:
+                    self._rebalance_clustering(event.topic, event.client_ids, now)
+        self._maybe_finish_round(now)
+
+    def _list_failed(self, topic: str, now: float, why: str = "") -> None:
+        """R3: ``topic``'s list of this round was not read (``why``: L6, it was not asked for)."""
+        self.history.list_read(topic, None, now, why)
+        self._round_failed = True
+        self._mark_unbalanced(now, Failure.MEMBER_LIST, f"member list of {topic} not read{why}")
+
+    def _maybe_finish_round(self, now: float) -> None:
         if not self._round_pending:
             if self._round_lists and not self._round_failed:
                 self._rebalance_across_topics(now)
@@ -1099,6 +1142,7 @@ class RebalanceCore:
         if event.epoch <= self._epochs.get(broker, 0):
             return
         self._epochs[broker] = event.epoch
+        self._registered.discard(broker)
         check = self._dead_checks_open.pop(broker, None)
         if check is not None:  # its unlocks may have been sent on the lost connection; its answer may never come
             self._release_in_doubt(broker, check, now, "connection lost")
@@ -1114,8 +1158,16 @@ class RebalanceCore:
 
     def _on_registered(self, event: BrokerRegistered, now: float) -> None:
         broker = event.broker_name
-        if event.epoch != self._epochs.get(broker, 0) or self._rejoin_at.get(broker) != _NEVER:
-            return  # registered before the last loss, or no loss to recover from
+        if event.epoch != self._epochs.get(broker, 0):
+            return  # registered before the last loss
+        self._registered.add(broker)
+        if broker in self._awaiting:  # L6: a round waits for this broker's list
+            self._awaiting.clear()
+            trigger, reason, kind = self._put_off or (Trigger.RETRY, "", Failure.MEMBER_LIST)
+            self._put_off = None
+            self._request_round(now, trigger, reason, kind)
+        if self._rejoin_at.get(broker) != _NEVER:
+            return  # no loss to recover from
         rejoin = self._rejoin_at[broker] = now + self.config.rejoin_delay
         for entry in self._entries.values():
             if entry.mq.broker_name == broker and entry.state is QueueState.LOCK_WAIT:
@@ -1315,6 +1367,7 @@ class RebalanceCore:
         if self._started:
             return
         self._started = True
+        self._started_at = now
         cfg = self.config
         self._emit(FetchRoutes(self.topics))
         self._out_heartbeat = True

@@ -359,14 +359,17 @@ class Sim:
     # membership ---------------------------------------------------------------------------
 
     def join(self, config: RebalanceConfig, topics: Iterable[str], registered: bool = False) -> SimConsumer:
-        """Start a consumer; ``registered``: it is in the registry before its first round, as the real runtime
-        heartbeats a broker before it asks it for the member list."""
+        """Start a consumer; ``registered``: its start heartbeat is answered before its first round (else the
+        heartbeat is a request on the way like any other, and the member list may be read before it lands)."""
         consumer = SimConsumer(config.client_id, RebalanceCore(config, topics), self)
         watch_moves(consumer.core, self.queue_moves, self.wrong_moves)
         self.consumers.append(consumer)
         if registered:
             self._register(consumer)
         consumer.feed(Started())
+        if registered:
+            for name in self.broker_names():
+                consumer.feed(BrokerRegistered(name, 0))
         return consumer
 
     def _register(self, consumer: SimConsumer) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from rocket_rebalance.core import (
     Action,
+    BrokerRegistered,
     ClientIdShared,
     ConsumerIdsChanged,
     ConsumerListFetched,
@@ -73,15 +74,21 @@ def only(actions: list[Action], kind: type) -> list:
 class Drive:
     """One core, a hand-moved clock, and helpers that answer its requests the way a healthy broker would."""
 
-    def __init__(self, topics: tuple[str, ...] = (T,), **options: object) -> None:
+    def __init__(self, topics: tuple[str, ...] = (T,), registered: tuple[str, ...] = ("b0", "b1"), **options: object):
         self.core = RebalanceCore(RebalanceConfig(G, ME, **options), topics)  # type: ignore[arg-type]
         self.now = 0.0
         self.log: list[Action] = []
+        self.registered = registered
 
     def __call__(self, event: object, at: float | None = None) -> list[Action]:
+        """Feed ``event``; ``Started`` comes with the start heartbeat's answers from the ``registered`` brokers
+        (with locks, core rule L6 reads no member list from a broker before it lists us)."""
         if at is not None:
             self.now = at
         actions = self.core.handle(event, self.now)  # type: ignore[arg-type]
+        if isinstance(event, Started):
+            for broker in self.registered:
+                actions += self.core.handle(BrokerRegistered(broker, 0), self.now)
         self.log.extend(actions)
         return actions
 
@@ -501,6 +508,37 @@ def test_without_the_fence_release_persists_at_once_java_style() -> None:
     assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [6]  # 6 is in flight: re-delivered
     assert DropQueue(mq) not in actions  # released only once the offset is persisted
     assert d(OffsetsPersisted({mq: 6}))[0] == DropQueue(mq)
+
+
+def test_with_locks_no_member_list_is_read_before_the_broker_lists_us() -> None:
+    """L6: until our heartbeat is answered, our ID in a list is another consumer's (a clone's), whose queues the
+    strategy would give us too and whose locks the broker would grant us. The start's round waits for it."""
+    d = Drive(registered=())
+    d(Started())
+    assert not only(d(RouteUpdated(T, frozenset(QS), "b0")), FetchConsumerList)
+    assert d.core.history.last is None  # not a round yet
+    assert only(d(BrokerRegistered("b0", 0), at=0.2), FetchConsumerList) == [FetchConsumerList(T, "b0")]
+
+
+def test_a_start_heartbeat_that_fails_is_sent_again_and_after_the_request_timeout_the_rounds_fail() -> None:
+    d = Drive(registered=())
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS), "b0"))
+    again = d(Tick(), at=1.0)  # the put-off round tries again, and so does the heartbeat
+    assert only(again, SendHeartbeat) and not only(again, FetchConsumerList)
+    for at in range(2, 10):
+        assert not only(d(Tick(), at=float(at)), FetchConsumerList)
+    d(Tick(), at=10.0)  # request_timeout after the start: a round, whose list is not read
+    last = d.core.history.last
+    assert last is not None and last.failed
+    assert last.problems == ["member list of T not read: b0 has not listed us yet"]
+    assert FetchConsumerList(T, "b0") in d(BrokerRegistered("b0", 0), at=11.0)  # the registration's round
+
+
+def test_without_locks_the_list_is_read_at_once_as_java_does() -> None:
+    d = Drive(registered=(), fenced_handover=False)
+    d(Started())
+    assert only(d(RouteUpdated(T, frozenset(QS), "b0")), FetchConsumerList) == [FetchConsumerList(T, "b0")]
 
 
 def test_a_shared_client_id_withholds_the_topic_until_only_one_is_left() -> None:

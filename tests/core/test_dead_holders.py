@@ -17,6 +17,7 @@ from rocket_rebalance.core import (
     Action,
     BrokerConnectionLost,
     BrokerRegistered,
+    ConsumerIdsChanged,
     ConsumerListFetched,
     DeadHoldersChecked,
     DropQueue,
@@ -180,7 +181,8 @@ def test_a_connection_lost_while_a_check_is_on_the_way_leaves_it_in_doubt() -> N
     d = _orphaned(rejoin_delay=2.0)
     check = _checked(d)
     lost = d(BrokerConnectionLost("b0", 1), at=11.0)  # b0's queues dropped; the check's unlocks may still land
-    assert only(lost + d(BrokerRegistered("b0", 1), at=11.5), FetchConsumerList)  # a retry round
+    assert not only(lost + d(BrokerRegistered("b0", 1), at=11.5), FetchConsumerList)  # L6, then R2's minimum
+    assert only(d(Tick(), at=12.0), FetchConsumerList)  # the retry round
     d(ConsumerListFetched(T, (ME,)))
     relocked = _locked(d(Tick(), at=13.5))  # the rejoin gate opens: all but the check's queues
     assert relocked == set(QS) - set(check.queues)
@@ -220,10 +222,12 @@ def test_a_lost_connection_drops_the_brokers_queues_and_gates_locking_until_regi
     lost = d(BrokerConnectionLost("b0", 1), at=3.0)
     assert {a.mq for a in only(lost, StopQueue)} == set(QS) and {a.mq for a in only(lost, DropQueue)} == set(QS)
     assert not d.core.is_dispatchable(QS[0], 3.0)
-    actions = d.round((ME,), at=4.5)  # a round wants them back: no lock while the broker has not listed us again
-    assert not only(actions, LockQueues) and not only(d(Tick(), at=20.0), LockQueues)
-    assert not only(d(BrokerRegistered("b0", 0), at=21.0), LockQueues)  # a heartbeat from before the loss
-    d(BrokerRegistered("b0", 1), at=22.0)
+    # a round wants them back: no list is read and nothing locked while the broker has not listed us again (L6)
+    assert not only(d(ConsumerIdsChanged(), at=4.5), FetchConsumerList)
+    assert not only(d(Tick(), at=20.0), LockQueues)
+    assert not only(d(BrokerRegistered("b0", 0), at=21.0), FetchConsumerList)  # a heartbeat from before the loss
+    assert FetchConsumerList(T, "b0") in d(BrokerRegistered("b0", 1), at=22.0)  # the round put off runs
+    assert not only(d.answer(d(ConsumerListFetched(T, (ME,)))), LockQueues)  # the gate: rejoin_delay after that
     assert not only(d(Tick(), at=23.0), LockQueues)
     relock = only(d(Tick(), at=24.0), LockQueues)
     assert relock and relock[0].epoch == 1

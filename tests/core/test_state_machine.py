@@ -117,15 +117,15 @@ class RebalanceWorld(RuleBasedStateMachine):
 
     def _join_new(self) -> None:
         self.joined += 1
-        self.sim.join(self.config(f"10.0.0.{self.joined}@{self.joined}"), [TOPIC], registered=self.shared_ids)
+        self.sim.join(self.config(f"10.0.0.{self.joined}@{self.joined}"), [TOPIC])
 
     @precondition(lambda self: self.shared_ids and 0 < len(self._running()) and len(self.sim.live()) < 5)
     @rule(data=st.data())
     def join_with_a_used_id(self, data: st.DataObject) -> None:
-        """A clone: a consumer whose client ID a running consumer already has. Like the real runtime, it is in
-        the registry before its first round."""
+        """A clone: a consumer whose client ID a running consumer already has. Like the real runtime, its first
+        member list may be read before its heartbeat registers it: the list then shows the ID once, the other's."""
         cid = data.draw(st.sampled_from(sorted({c.cid for c in self._running()})))
-        self.sim.join(self.config(cid), [TOPIC], registered=True)
+        self.sim.join(self.config(cid), [TOPIC])
 
     @precondition(lambda self: len([c for c in self.sim.live() if not c.leaving]) > 0)
     @rule(data=st.data())
