@@ -9,7 +9,6 @@ What Apache RocketMQ 5.3.3 name servers and brokers speak, from the Java sources
 * :mod:`.bodies`: typed JSON bodies (routes, heartbeats, locks, admin answers, consumer running info).
 * :mod:`.fastjson`: reading and writing fastjson's non-standard JSON (bare integer and object map keys).
 * :mod:`.message`: the stored-message records of a pull response.
-* :mod:`.trace`: message trace records (SubBefore, SubAfter) as the Java client writes them to the trace topic.
 
 Rules: nothing here opens a socket, starts a thread, reads a clock or logs (times are passed in), and the only
 imports are the standard library, :mod:`rocket_rebalance.model` and :mod:`rocket_rebalance.route`. Malformed input

@@ -57,7 +57,9 @@ from rocket_rebalance.runtime.settings import (
 )
 from rocket_rebalance.runtime.stats import ConsumeStats, Tally
 from rocket_rebalance.runtime.steps import Invoke, Steps, call
+from rocket_rebalance.runtime.tracing import Traced, Tracing
 from rocket_rebalance.runtime.transport import Message, Transport, TransportError
+from rocket_rebalance.trace import ConsumeReturnType
 
 __all__ = ["CHUNK_WORK", "CONSUME_TIMEOUT_KIND", "MAX_CHUNK_MESSAGES", "Dispatch", "consume_directly"]
 
@@ -145,8 +147,10 @@ class Dispatch:
         stats: ConsumeStats,
         metrics: ConsumeMetrics | None,
         tally: Tally,
+        tracing: Tracing | None = None,
     ) -> None:
         self._service = service
+        self._tracing = tracing
         self._runs = pulling.runs
         self.listener = listener
         self._stats = stats
@@ -275,6 +279,8 @@ class Dispatch:
         service = self._service
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
         error: Exception | None = None
+        traced: Traced | None = None
+        ended = ConsumeReturnType.RETURNNULL  # Java's name for a call that gave no answer
         running.started = time.monotonic()
         self._calls[running] = True
         try:
@@ -282,13 +288,21 @@ class Dispatch:
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 kind = f"message bodies on {mq.topic}"
                 raise UnreadableBodyError(unreadable[0].body_error)
+            if self._tracing is not None:
+                traced = self._tracing.before(batch)
             value = yield Invoke(self._listen, (batch,))
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
+            else:
+                ended = ConsumeReturnType.SUCCESS if answer.consumed == len(batch) else ConsumeReturnType.FAILED
         except Exception as raised:
             error, answer = raised, _Answer(0)
+            timed_out = isinstance(raised, ConsumeTimeoutError)
+            ended = ConsumeReturnType.TIME_OUT if timed_out else ConsumeReturnType.EXCEPTION
         running.over = True
+        if traced is not None and self._tracing is not None:
+            self._tracing.after(traced, len(batch), answer.consumed == len(batch), ended)
         if not self._calls.pop(running, False):
             return None
         done, again = batch[: answer.consumed], batch[answer.consumed :]

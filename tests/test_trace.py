@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocket_rebalance.remoting.trace import (
+from rocket_rebalance.trace import (
     FIELD_SEPARATOR,
     SubAfter,
     SubBefore,
@@ -22,7 +22,7 @@ from rocket_rebalance.remoting.trace import (
     trace_messages,
 )
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "trace_cases.jsonl"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "trace_cases.jsonl"
 CASES: list[dict[str, Any]] = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
 
 

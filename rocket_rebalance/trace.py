@@ -8,6 +8,9 @@ ended by ``\\x02``, one record per message of the call (Java's ``TraceDataEncode
 Many records travel in one message to the trace topic, whose keys are every message ID and key the records name,
 so that the broker's index finds the trace by the traced message's ID (``queryMessage`` by key, which is what
 ``queryMsgTraceById`` does). ``tests/golden/trace_cases.jsonl`` holds Java's own output for the encoder.
+
+Pure, like :mod:`~rocket_rebalance.subscription`, and beside it rather than in the remoting codec: trace records are
+an ordinary message's body, which either wire sends.
 """
 
 from __future__ import annotations
