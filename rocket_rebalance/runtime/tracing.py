@@ -254,6 +254,7 @@ class Tracing:
             return
         self.written += lines
         self._service.health.ok(TRACE_SEND_KIND)
+        self._service.health.ok(TRACE_DROP_KIND)  # the sender keeps up again: the buffer empties
 
     def _next_broker(self) -> Steps[str]:
         """A broker of the trace topic that takes writes, each in turn (Java's producer takes the route's queues

@@ -70,18 +70,27 @@ def sub_rows(cluster: RocketMQCluster, home: Path, msg_id: str) -> list[tuple[st
     return rows
 
 
+def shown_rows(
+    cluster: RocketMQCluster, home: Path, msg_id: str, count: int, what: str
+) -> list[tuple[str, str, int, str]]:
+    """The consumer rows of ``msg_id`` once there are ``count`` (the broker indexes a trace message's keys a little
+    after it stored it, and our records may wait up to 5 s for their batch)."""
+    rows: list[tuple[str, str, int, str]] = []
+
+    def shown() -> bool:
+        rows[:] = sub_rows(cluster, home, msg_id)
+        return len(rows) >= count
+
+    wait_until(shown, 120, what, poll=1.0)
+    return rows
+
+
 def check_trace(cluster: RocketMQCluster, home: Path, group: str, ids: dict[str, str]) -> None:
     """What mqadmin shows for each message: one row per consumption, in ``group``, from 127.0.0.1, at least the
     listener's work in cost time; ``later`` failed once, then succeeded; the others succeeded once."""
     for tag, msg_id in ids.items():
         wanted = ["failed", "success"] if tag == "later" else ["success"]
-        rows: list[tuple[str, str, int, str]] = []
-
-        def shown(msg_id: str = msg_id, wanted: list[str] = wanted) -> bool:
-            rows[:] = sub_rows(cluster, home, msg_id)  # the broker indexes the trace message's keys a little later
-            return len(rows) >= len(wanted)
-
-        wait_until(shown, 120, f"{group}'s trace of {tag} in queryMsgTraceById", poll=1.0)
+        rows = shown_rows(cluster, home, msg_id, len(wanted), f"{group}'s trace of {tag} in queryMsgTraceById")
         assert sorted(status for *_, status in rows) == sorted(wanted), rows
         assert all(g == group and host == "127.0.0.1" and cost >= WORK_MS for g, host, cost, _ in rows), rows
 
