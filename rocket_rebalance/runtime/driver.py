@@ -428,8 +428,9 @@ class Driver(ABC):
 
     def describe(self) -> dict[str, object]:
         """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues, the last
-        rebalances (``rebalances``: trigger, member lists, queues gained and lost, problems, each step's time); after
-        the shutdown, its final state (``shut_down`` True), at once."""
+        rebalances (``rebalances``: trigger, member lists, queues gained and lost, problems, each step's time), with
+        ``enable_trace`` the trace lines written, dropped, lost and waiting (``trace``); after the shutdown, its final
+        state (``shut_down`` True), at once."""
         state: dict[str, object] = {}
 
         def snapshot() -> None:
