@@ -23,6 +23,7 @@ LAYERS = {
     "route": 1,
     "strategies": 1,
     "subscription": 1,  # subscription expressions as Java builds them: pure, below the remoting codec
+    "trace": 1,  # message trace records as Java writes them: an ordinary message's body, for either wire
     "plan": 2,
     "snapshot_folder": 2,  # the snapshot folder's contract: files and JSON over model and strategies
     "remoting": 2,
@@ -40,7 +41,7 @@ LAYERS = {
     "__main__": 9,
     "__init__": 3,
 }
-PURE = ("model", "route", "subscription", "strategies", "plan", "remoting", "mqadmin", "whatif")
+PURE = ("model", "route", "subscription", "trace", "strategies", "plan", "remoting", "mqadmin", "whatif")
 # What a pure module must never touch: I/O, threads, clocks, randomness, logging, and every wire or engine.
 IMPURE = (
     "asyncio",

@@ -101,6 +101,7 @@ class AsyncEngine(Driver):
         """The second half of :meth:`shutdown`: unregister, close the transport, end every task by ``deadline``."""
         self.closing.set()  # no new request, heartbeat, pull or reconnect from here
         clean = await self._unregister_all(deadline)
+        await self._flush_trace(deadline)
         for stream in list(self.brokers.streams.values()):
             stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
         clean = await self.transport.close(max(0.0, deadline - time.monotonic())) and clean
@@ -116,6 +117,20 @@ class AsyncEngine(Driver):
             for task in left:
                 task.cancel()  # a listener still running at the deadline: its batch goes to the next owner
         return clean and not left
+
+    async def _flush_trace(self, deadline: float) -> None:
+        """Send the trace records still waiting, by ``deadline``; what is left then is counted lost."""
+        tracing = self.tracing
+        if tracing is None or not len(tracing.buffer):
+            return
+        try:
+            steps = tracing.send_waiting(deadline)
+            await asyncio.wait_for(run_async(steps, self.transport), max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            pass  # abandoned below
+        except Exception as error:
+            self.unexpected("message trace flush", error)
+        tracing.abandon()
 
     def _shutdown_complete(self) -> None:
         self._shutdown_done.set()

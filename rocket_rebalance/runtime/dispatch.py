@@ -57,7 +57,9 @@ from rocket_rebalance.runtime.settings import (
 )
 from rocket_rebalance.runtime.stats import ConsumeStats, Tally
 from rocket_rebalance.runtime.steps import Invoke, Steps, call
+from rocket_rebalance.runtime.tracing import Tracing
 from rocket_rebalance.runtime.transport import Message, Transport, TransportError
+from rocket_rebalance.trace import ConsumeReturnType
 
 __all__ = ["CHUNK_WORK", "CONSUME_TIMEOUT_KIND", "MAX_CHUNK_MESSAGES", "Dispatch", "consume_directly"]
 
@@ -145,8 +147,10 @@ class Dispatch:
         stats: ConsumeStats,
         metrics: ConsumeMetrics | None,
         tally: Tally,
+        tracing: Tracing | None = None,
     ) -> None:
         self._service = service
+        self._tracing = tracing
         self._runs = pulling.runs
         self.listener = listener
         self._stats = stats
@@ -275,10 +279,13 @@ class Dispatch:
         service = self._service
         kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
         error: Exception | None = None
+        ended = ConsumeReturnType.RETURNNULL  # Java's name for a call that gave no answer
+        unreadable = [m for m in batch if m.body_error]
+        tracing = None if unreadable else self._tracing  # outside the try: the trace is never the listener's failure
+        traced = None if tracing is None else tracing.before(batch)
         running.started = time.monotonic()
         self._calls[running] = True
         try:
-            unreadable = [m for m in batch if m.body_error]
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 kind = f"message bodies on {mq.topic}"
                 raise UnreadableBodyError(unreadable[0].body_error)
@@ -286,9 +293,15 @@ class Dispatch:
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
+            else:
+                ended = ConsumeReturnType.SUCCESS if answer.consumed == len(batch) else ConsumeReturnType.FAILED
         except Exception as raised:
             error, answer = raised, _Answer(0)
+            timed_out = isinstance(raised, ConsumeTimeoutError)
+            ended = ConsumeReturnType.TIME_OUT if timed_out else ConsumeReturnType.EXCEPTION
         running.over = True
+        if traced is not None and tracing is not None:
+            tracing.after(traced, len(batch), answer.consumed == len(batch), ended)
         if not self._calls.pop(running, False):
             return None
         done, again = batch[: answer.consumed], batch[answer.consumed :]

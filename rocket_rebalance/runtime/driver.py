@@ -8,6 +8,7 @@ owning its state, which reach it only through the service interface (:class:`~.s
 * :class:`~.pulling.Pulling`: each started queue's run, its long polls and their checks, the buffer;
 * :class:`~.dispatch.Dispatch` (a push consumer): consume tasks for the listener, send-back, retries;
 * :class:`~.polling.Polling` (a pull consumer): what ``poll()``, ``commit()``, ``seek()`` read and write;
+* :class:`~.tracing.Tracing` (``enable_trace``): message trace records of what either consumes, to the trace topic;
 * :class:`~.callbacks.RebalanceCallbacks` (a rebalance listener, core rule L10);
 * :class:`~.reports.Reports`: what the core knows waits (locks refused, releases stuck, a shared client ID).
 
@@ -87,6 +88,7 @@ from rocket_rebalance.runtime.settings import (
 )
 from rocket_rebalance.runtime.stats import ConsumeStats, Tally
 from rocket_rebalance.runtime.steps import Invoke, Steps
+from rocket_rebalance.runtime.tracing import Tracing
 from rocket_rebalance.runtime.transport import Message, QueueRunInfo, RunningInfo
 from rocket_rebalance.subscription import SubscriptionExpression
 
@@ -161,13 +163,15 @@ class Driver(ABC):
         self.pulling: Pulling | None = None
         self.dispatch: Dispatch | None = None
         self.polling: Polling | None = None
+        self.tracing: Tracing | None = None
         if listener is not None or polling:
             self.pulling = Pulling(self, transport.long_poll_ms, self.stats, metrics)
+            self.tracing = Tracing(self) if self.settings.enable_trace else None
             if polling:
-                self.polling = Polling(self, self.pulling, auto_commit, self.tally)
+                self.polling = Polling(self, self.pulling, auto_commit, self.tally, self.tracing)
             else:
                 assert listener is not None
-                self.dispatch = Dispatch(self, self.pulling, listener, self.stats, metrics, self.tally)
+                self.dispatch = Dispatch(self, self.pulling, listener, self.stats, metrics, self.tally, self.tracing)
         self.callbacks: RebalanceCallbacks | None = None
         if rebalance_listener is not None:
             run = self.polling.run_callback if self.polling is not None else self._run_callback
@@ -424,8 +428,9 @@ class Driver(ABC):
 
     def describe(self) -> dict[str, object]:
         """A snapshot of the engine for operators (``kill -USR1`` on ``consume``): rounds, wake-up, queues, the last
-        rebalances (``rebalances``: trigger, member lists, queues gained and lost, problems, each step's time); after
-        the shutdown, its final state (``shut_down`` True), at once."""
+        rebalances (``rebalances``: trigger, member lists, queues gained and lost, problems, each step's time), with
+        ``enable_trace`` the trace lines written, dropped, lost and waiting (``trace``); after the shutdown, its final
+        state (``shut_down`` True), at once."""
         state: dict[str, object] = {}
 
         def snapshot() -> None:
@@ -438,6 +443,7 @@ class Driver(ABC):
                 allocated={topic: sorted(map(str, self.core.allocated(topic))) for topic in self.core.topics},
                 queues={str(mq): str(self.core.state_of(mq)) for mq in self.core.held_queues()},
                 filtered=0 if self.pulling is None else self.pulling.filtered,
+                **({} if self.tracing is None else {"trace": self.tracing.describe()}),
                 healthy=self.health.healthy,
                 problems=self.health.report(),
                 rebalances=describe_rounds(self.core.history.rounds, now, time.time()),

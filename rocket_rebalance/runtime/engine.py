@@ -99,6 +99,7 @@ class Engine(Driver):
         """The second half of :meth:`shutdown`: unregister, close the transport, join every thread by ``deadline``."""
         self.closing.set()  # no new request, heartbeat, pull or reconnect from here
         clean = self._unregister_all(deadline)
+        self._flush_trace(deadline)
         for stream in list(self.brokers.streams.values()):
             stream.cancel()  # closing the connection: the brokers notify the rest of the group at once
         self._inbox.put(None)
@@ -109,6 +110,24 @@ class Engine(Driver):
             pool.shutdown(drop=name != "broker")  # each queued heartbeat sees the shutdown and returns at once
         ended = [pool.join(deadline) for pool in self._pools.values()]
         return clean and all(ended) and not self._thread.is_alive()
+
+    def _flush_trace(self, deadline: float) -> None:
+        """Send the trace records still waiting, by ``deadline``, on a thread of its own (the transport's close
+        cuts a send still running then short); what is left is counted lost."""
+        tracing = self.tracing
+        if tracing is None or not len(tracing.buffer):
+            return
+
+        def flush() -> None:
+            try:
+                run(tracing.send_waiting(deadline), self.transport)
+            except Exception as error:
+                self.unexpected("message trace flush", error)
+
+        sender = threading.Thread(target=flush, name="rr-trace-flush", daemon=True)
+        sender.start()
+        sender.join(max(0.0, deadline - time.monotonic()))
+        tracing.abandon()
 
     def _shutdown_complete(self) -> None:
         self._shutdown_done.set()

@@ -30,6 +30,7 @@ from rocket_rebalance.runtime.service import Service
 from rocket_rebalance.runtime.settings import QueueNotAssignedError, SeekOffsetError
 from rocket_rebalance.runtime.stats import Tally
 from rocket_rebalance.runtime.steps import Steps
+from rocket_rebalance.runtime.tracing import Tracing
 from rocket_rebalance.runtime.transport import Message
 
 __all__ = ["Polling", "check_seek_offset"]
@@ -44,8 +45,11 @@ def check_seek_offset(offset: int) -> None:
 class Polling:
     """A pull consumer's side of the engine (service context)."""
 
-    def __init__(self, service: Service, pulling: Pulling, auto_commit: bool, tally: Tally) -> None:
+    def __init__(
+        self, service: Service, pulling: Pulling, auto_commit: bool, tally: Tally, tracing: Tracing | None = None
+    ) -> None:
         self._service = service
+        self._tracing = tracing
         self._pulling = pulling
         self._runs = pulling.runs
         self._auto_commit = auto_commit
@@ -125,6 +129,8 @@ class Polling:
             batch = [run.buffered.popleft() for _ in range(count)]
             offsets = tuple(m.queue_offset for m in batch)
             self._service.handle(MessagesDispatched(mq, offsets))
+            if self._tracing is not None:
+                self._tracing.polled(batch)
             if self._auto_commit:
                 self._handed_back(mq, run, batch)
             else:

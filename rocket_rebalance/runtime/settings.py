@@ -15,6 +15,7 @@ from typing import Any
 
 from rocket_rebalance.model import MessageQueue, check_duration
 from rocket_rebalance.runtime.transport import Message
+from rocket_rebalance.trace import MAX_TRACE_BATCH_NUM, TRACE_BATCH_NUM, TRACE_TOPIC
 
 __all__ = [
     "BROKER_CALL_THREADS",
@@ -160,6 +161,12 @@ class EngineSettings:
     """Consumptions of a failing message before it goes to the dead-letter queue. None is Java's default (its -1):
     16 for a concurrent consumer (the broker's rule), no limit for an orderly one, which retries in place."""
     lock_wait_report: float = 10.0  # a queue of ours whose lock is refused this long is reported (core rule L7)
+    enable_trace: bool = False
+    """Write message trace (Java's ``enableMsgTrace``): SubBefore and SubAfter records of each listener call (a
+    pull consumer: of each queue's messages ``poll()`` hands out) to ``trace_topic``, for ``mqadmin
+    queryMsgTraceById`` and the dashboard; see :mod:`~rocket_rebalance.runtime.tracing`."""
+    trace_topic: str = TRACE_TOPIC  # Java's default, which a broker creates with traceTopicEnable=true
+    trace_batch_size: int = TRACE_BATCH_NUM  # records per trace message (Java's traceMsgBatchNum), at most 20
 
     @property
     def concurrent_max_reconsume_times(self) -> int:
@@ -180,6 +187,10 @@ class EngineSettings:
         ):
             raise ValueError(f"max_reconsume_times must be None or 0 or more, got {self.max_reconsume_times!r}")
         check_duration("lock_wait_report", self.lock_wait_report)
+        if not isinstance(self.enable_trace, bool):
+            raise ValueError(f"enable_trace must be True or False, got {self.enable_trace!r}")
+        if not isinstance(self.trace_topic, str) or not self.trace_topic.strip():
+            raise ValueError(f"trace_topic must be a topic name, got {self.trace_topic!r}")
         low, high = self.reconnect_backoff
         check_duration("reconnect_backoff", low)
         check_duration("reconnect_backoff", high)
@@ -195,7 +206,10 @@ class EngineSettings:
             "pull_threshold_size_for_queue",
             "consume_concurrently_max_span",
             "io_threads",
+            "trace_batch_size",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+        if self.trace_batch_size > MAX_TRACE_BATCH_NUM:  # Java caps it silently; a setting it ignores is a mistake
+            raise ValueError(f"trace_batch_size must be at most {MAX_TRACE_BATCH_NUM}, got {self.trace_batch_size!r}")

@@ -6,13 +6,15 @@
 //   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
 //        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10] [--tags EXPR | --sql EXPR]
 // (--tags / --sql: every --topic is subscribed with that tag or SQL92 expression instead of "*").
-//        [--answers] [--batch N] [--max-reconsume-times N] [--namespace NS]
+//        [--answers] [--batch N] [--max-reconsume-times N] [--namespace NS] [--trace]
 // --answers: the listener answers by the messages' tags, as tests/rocketmq/test_listener_results.py asks of ours
 // (the positive control): "later" on its first delivery, RECONSUME_LATER; "dlq", RECONSUME_LATER with delay level -1;
 // "rest" on its first delivery, ackIndex just before it (its batch's messages before it consumed); "poison", orderly,
 // SUSPEND_CURRENT_QUEUE_A_MOMENT for 100 ms. --batch: consumeMessageBatchMaxSize; --max-reconsume-times: as named.
 // --namespace: setNamespace (v1): --group and --topic are given without it; ALLOC names the wrapped topic (Java's
 // MessageQueueListener is given the wire's), MSG the message's topic as the listener reads it (unwrapped).
+// --trace: setEnableTrace (enableMsgTrace): SubBefore/SubAfter records to RMQ_SYS_TRACE_TOPIC, as in
+// tests/rocketmq/test_trace.py (the positive control for ours).
 // With $ROCKETMQ_ACCESS_KEY and $ROCKETMQ_SECRET_KEY set, every request is signed (AclClientRPCHook).
 // The instance name may carry backslash-u escapes of UTF-16 units (non-ASCII IDs survive any locale that way).
 import java.security.MessageDigest;
@@ -78,6 +80,7 @@ public class Peer {
             : new DefaultMQPushConsumer(group, new org.apache.rocketmq.acl.common.AclClientRPCHook(
                 new org.apache.rocketmq.acl.common.SessionCredentials(accessKey, secretKey)));
         consumer.setNamesrvAddr(o.get("namesrv").get(0));
+        consumer.setEnableTrace(o.containsKey("trace"));  // read at start(), where the trace dispatcher is made
         if (o.containsKey("namespace")) consumer.setNamespace(o.get("namespace").get(0));  // before subscribe wraps
         consumer.setClientIP("127.0.0.1");
         consumer.setInstanceName(instance);
