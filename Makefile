@@ -46,13 +46,14 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check rocket_rebalance nameserver_stub tests benchmarks examples docs README.md
 	$(PY) -m mypy
 	$(PY) -m mypy --strict examples docs/conf.py docs/_ext
-	$(MAKE) docs
+	$(DOCS)
 
 # The site (docs/*.md, README.md as its front page, the API reference from the docstrings) into build/docs/html.
 # -W: every warning is an error (a broken link, anchor or Python reference); the build ends by type-checking every
 # python block of the pages with mypy --strict (docs/_ext/snippets.py).
+DOCS = $(PY) -m sphinx -b html -W --keep-going -q docs build/docs/html
 docs: $(STAMP)
-	$(PY) -m sphinx -b html -W --keep-going -q docs build/docs/html
+	$(DOCS)
 
 # Each script prints a table; dated figures are kept in benchmarks/RESULTS.md. rebalance.py runs real processes
 # for about ten minutes; the pipeline at 100k groups takes longer, so it has its own target.
