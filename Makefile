@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-rocketmq rocketmq rocketmq-jars test test-pythons bench bench-pipeline proto lint venv clean
+.PHONY: demo demo-rocketmq rocketmq rocketmq-jars test test-pythons bench bench-pipeline proto lint docs venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,10 +42,18 @@ test-pythons:
 	@tests/run_pythons.sh $(PYTHONS)
 
 lint: $(STAMP)
-	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks examples
-	$(PY) -m ruff format --check rocket_rebalance nameserver_stub tests benchmarks examples
+	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks examples docs
+	$(PY) -m ruff format --check rocket_rebalance nameserver_stub tests benchmarks examples docs README.md
 	$(PY) -m mypy
-	$(PY) -m mypy --strict examples
+	$(PY) -m mypy --strict examples docs/conf.py docs/_ext
+	$(DOCS)
+
+# The site (docs/*.md, README.md as its front page, the API reference from the docstrings) into build/docs/html.
+# -W: every warning is an error (a broken link, anchor or Python reference); the build ends by type-checking every
+# python block of the pages with mypy --strict (docs/_ext/snippets.py).
+DOCS = $(PY) -m sphinx -b html -W --keep-going -q docs build/docs/html
+docs: $(STAMP)
+	$(DOCS)
 
 # Each script prints a table; dated figures are kept in benchmarks/RESULTS.md. rebalance.py runs real processes
 # for about ten minutes; the pipeline at 100k groups takes longer, so it has its own target.
@@ -63,4 +71,4 @@ proto: $(STAMP)
 	$(PY) tools/gen_proto.py
 
 clean:
-	rm -rf $(VENV) $(PYTHONS:%=.venv-%) .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) $(PYTHONS:%=.venv-%) .pytest_cache .mypy_cache .hypothesis build/docs

@@ -288,6 +288,7 @@ class Property(enum.Flag):
     PARTITION = PURE | NO_DOUBLE_OWNER | FULL_COVERAGE
 
 
+#: What each built-in strategy keeps, by its name; the comments in the source say why the rest cannot hold for it.
 PROMISES: dict[str, Property] = {
     # Positional splits: every queue exactly once, sizes within one; any membership change reshuffles.
     "AVG": Property.PARTITION | Property.BALANCED,

@@ -7,7 +7,7 @@ drain); each task stops before a batch once the queue is being released or its l
 comes back to the service context as one :class:`_Chunk`: consumed (or sent back), to retry, or never handed to the
 listener. It exists only in a push consumer; a pull consumer has :mod:`.polling` instead.
 
-**The listener's answer**, with Java's meanings (the README's table): None or ``ConsumeResult.SUCCESS``, the batch
+**The listener's answer**, with Java's meanings (the docs' listener table): None or ``ConsumeResult.SUCCESS``, the batch
 is consumed; ``RECONSUME_LATER`` (or ``SUSPEND_CURRENT_QUEUE_A_MOMENT``), or an exception, it is not;
 :class:`~rocket_rebalance.runtime.listener.Reconsume` says how many of it were consumed (Java's ``ackIndex``), the
 delay level of the rest and an orderly queue's suspend time. A concurrent consumer sends what was not consumed back

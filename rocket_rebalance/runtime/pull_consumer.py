@@ -175,6 +175,7 @@ class PullBase(ConsumerBase[E]):
         self._service(lambda engine: engine.polling_part().pause(chosen))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Pull and hand out these queues again after :meth:`pause`, from where they stood."""
         chosen = list(map(self._wire_queue, queues))
         self._service(lambda engine: engine.polling_part().pause(chosen, paused=False))
 
