@@ -164,7 +164,7 @@ class EngineSettings:
     enable_trace: bool = False
     """Write message trace (Java's ``enableMsgTrace``): SubBefore and SubAfter records of each listener call (a
     pull consumer: of each queue's messages ``poll()`` hands out) to ``trace_topic``, for ``mqadmin
-    queryMsgTraceById`` and the dashboard; see :mod:`~rocket_rebalance.runtime.tracing`."""
+    queryMsgTraceById`` and the dashboard (the operators guide: "What operators do to a group")."""
     trace_topic: str = TRACE_TOPIC  # Java's default, which a broker creates with traceTopicEnable=true
     trace_batch_size: int = TRACE_BATCH_NUM  # records per trace message (Java's traceMsgBatchNum), at most 20
 
