@@ -53,3 +53,16 @@ def test_demo_shows_the_tradeoff_chart_and_table_for_every_default_strategy() ->
 def test_unknown_command_exits_non_zero() -> None:
     out = subprocess.run([sys.executable, "-m", "rocket_rebalance", "nope"], capture_output=True, text=True)
     assert out.returncode != 0 and "invalid choice" in out.stderr
+
+
+def test_help_lists_the_consumer_classes_that_load_lazily() -> None:
+    code = "import pydoc, rocket_rebalance; print(pydoc.render_doc(rocket_rebalance, renderer=pydoc.plaintext))"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    for name in ("PushConsumer", "PullConsumer", "AsyncPushConsumer", "AsyncPullConsumer", "RebalanceListener"):
+        assert f"class {name}" in shown, name
+
+
+def test_the_package_logger_has_a_null_handler_so_an_unconfigured_application_prints_nothing() -> None:
+    code = "import logging, rocket_rebalance; logging.getLogger('rocket_rebalance.runtime').warning('unseen')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr == ""

@@ -52,6 +52,7 @@ __all__ = [
     "RunningInfo",
     "StreamEnd",
     "StreamEnded",
+    "StubWireUnavailableError",
     "SubscriptionRefusedError",
     "TopicConsumeStatus",
     "Transport",
@@ -61,6 +62,8 @@ __all__ = [
 ]
 
 GRPC_SCHEME = "grpc://"
+STUB_EXTRA_INSTALL = "pip install 'rocket-rebalance[stub]'"
+"""How to install the ``stub`` extra: grpcio and protobuf, which only ``nameserver_stub`` and its wire need."""
 CLIENT_VERSION = "V5_3_3"
 """The Java client version whose behaviour this library's consumers have, as ``PROP_CLIENT_VERSION`` names it."""
 
@@ -71,6 +74,15 @@ class TransportError(OSError):
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
         self.code = code
+
+
+class StubWireUnavailableError(ImportError):
+    """Something that needs the ``stub`` extra (a ``grpc://`` address, ``nameserver_stub``'s wire) was asked of an
+    install without it: the core installs without grpcio and protobuf, so this is refused in one line naming the
+    extra where it is asked for (a consumer's construction, a command), not as a ModuleNotFoundError from inside."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} needs the 'stub' extra (grpcio, protobuf): {STUB_EXTRA_INSTALL}")
 
 
 class SubscriptionRefusedError(TransportError):
