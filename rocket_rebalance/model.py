@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "AclCredentials",
+    "canonical_choice",
     "JAVA_INT_MAX",
     "MAX_GROUP_MEMBERS",
     "MAX_ROUTE_BROKERS",
@@ -111,6 +112,14 @@ def printable(text: str) -> str:
     Here, with the other names the library reads from servers, so that every layer that prints them (the commands,
     the pipeline's audit table) escapes them the one same way."""
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def canonical_choice(text: str, choices: Iterable[str]) -> str:
+    """``text`` spelt as the one of ``choices`` it equals ignoring case, else ``text`` unchanged for the caller to
+    refuse while listing ``choices``. The command line's one rule for a word value (a strategy name, ``none``, a
+    format, a level): every command and the pipeline's take ``avg`` as ``AVG``, so none refuses a spelling another
+    takes. Here, beside the other names, because both the commands and the pipeline parse such words."""
+    return next((choice for choice in choices if choice.casefold() == text.casefold()), text)
 
 
 def first_few(names: Sequence[object], shown: int = 5) -> str:

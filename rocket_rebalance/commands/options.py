@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from rocket_rebalance.commands import CommandError
@@ -12,6 +13,7 @@ from rocket_rebalance.model import (
     AclCredentials,
     MessageQueue,
     TlsSettings,
+    canonical_choice,
     check_duration,
     check_group_name,
     check_namespace,
@@ -269,10 +271,24 @@ def _number(option: str, args: argparse.Namespace) -> float | None:
         raise CommandError(f"{_flag(option)} must be {what}, got {text!r}") from None
 
 
+class _OneStrategy(argparse.Action):
+    """``--strategy`` of a command that runs one strategy (``consume``, ``allocate-mq``): given twice, it is refused
+    in one line rather than the last one silently kept. Comparing strategies is ``simulate``'s, whose output is
+    made for several; ``allocate-mq`` prints mqadmin's ``allocateMQ`` JSON, one strategy's answer."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option: str | None = None
+    ) -> None:
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{option} given twice: this command runs one strategy (simulate compares several)")
+        setattr(namespace, self.dest, values)
+
+
 def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> None:
     parser.add_argument(
         "--strategy",
-        action="append" if repeatable else "store",
+        action="append" if repeatable else _OneStrategy,
+        type=partial(canonical_choice, choices=STRATEGY_NAMES),
         choices=STRATEGY_NAMES,
         metavar="NAME",
         help=f"allocation strategy, one of {', '.join(STRATEGY_NAMES)} (default AVG); CONSISTENT_HASH_BOUNDED and "
@@ -294,6 +310,7 @@ def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> N
     inner_names = list(dict.fromkeys(name for names in _INNER_CHOICES.values() for name in names))
     parser.add_argument(
         "--inner",
+        type=partial(canonical_choice, choices=inner_names),
         choices=inner_names,
         metavar="NAME",
         help="the inner strategy (default AVG) of "

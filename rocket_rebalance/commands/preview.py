@@ -14,6 +14,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from rocket_rebalance.commands.options import (
     wire_names,
 )
 from rocket_rebalance.inputs import read_input_text
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, canonical_choice, printable
 from rocket_rebalance.mqadmin import (
     MQADMIN_GROUP,
     allocate_mq,
@@ -47,6 +48,8 @@ from rocket_rebalance.strategies import AllocateMessageQueueStrategy, java_compa
 from rocket_rebalance.whatif import Change, Outcome, TopicPlans, over_topics, plan_topics, simulate
 
 __all__ = ["register"]
+
+_FORMATS = ("json", "table")
 
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -299,7 +302,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_source_options(allocate)
     allocate.add_argument("-i", "--ipList", dest="ip_list", required=True, metavar="ID,...", help="client IDs")
     add_strategy_options(allocate, repeatable=False)
-    allocate.add_argument("--format", choices=("json", "table"), default="json", help="mqadmin JSON or a table")
+    allocate.add_argument(
+        "--format",
+        type=partial(canonical_choice, choices=_FORMATS),
+        choices=_FORMATS,
+        default="json",
+        help="mqadmin JSON or a table",
+    )
     allocate.add_argument(
         "--mqadmin-order", action="store_true", help="reproduce mqadmin's unsorted answer and say where it differs"
     )

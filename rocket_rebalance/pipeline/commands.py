@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rocket_rebalance.model import canonical_choice
 from rocket_rebalance.pipeline.options import MAX_GROUPS, add_arguments
+
+_AUDIT = ("table", "json")
+_TABLES = ("parquet", "jsonl")
 
 __all__ = ["register"]
 
@@ -91,7 +96,13 @@ def register(subparsers: Any) -> None:
     )
     audit.add_argument("--master", default=None, help="Spark master (default local[*])")
     audit.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
-    audit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    audit.add_argument(
+        "--format",
+        type=partial(canonical_choice, choices=_AUDIT),
+        choices=_AUDIT,
+        default="table",
+        help="output format",
+    )
     audit.add_argument("--limit", type=int, default=50, metavar="N", help="print at most N findings (default 50)")
     audit.add_argument("--report", action="store_true", help="also write report.md and charts into --out")
     audit.set_defaults(handler=_audit)
@@ -109,7 +120,13 @@ def register(subparsers: Any) -> None:
     )
     gen.add_argument("--seed", type=int, default=1, help="random seed (same seed, same fleet)")
     gen.add_argument("--split-views", type=float, default=0.02, help="share of groups with a stale member view, 0 to 1")
-    gen.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="table file format")
+    gen.add_argument(
+        "--format",
+        type=partial(canonical_choice, choices=_TABLES),
+        choices=_TABLES,
+        default="parquet",
+        help="table file format",
+    )
     gen.add_argument(
         "--observed",
         action="store_true",

@@ -34,6 +34,7 @@ from rocket_rebalance.subscription import TAG, ExpressionError, SubscriptionExpr
 
 __all__ = [
     "GRPC_SCHEME",
+    "GROUP_NOT_ONLINE",
     "AdminTransport",
     "AsyncBrokerRequests",
     "AsyncTransport",
@@ -64,6 +65,10 @@ __all__ = [
 GRPC_SCHEME = "grpc://"
 STUB_EXTRA_INSTALL = "pip install 'rocket-rebalance[stub]'"
 """How to install the ``stub`` extra: grpcio and protobuf, which only ``nameserver_stub`` and its wire need."""
+GROUP_NOT_ONLINE = (
+    "no consume stats of consumer group {group}: its offset table is empty, maybe the consumer is not online"
+)
+"""What ``consumerProgress`` of a group with no offsets says, in mqadmin's words (both wires, the command alike)."""
 CLIENT_VERSION = "V5_3_3"
 """The Java client version whose behaviour this library's consumers have, as ``PROP_CLIENT_VERSION`` names it."""
 
