@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "AclCredentials",
     "canonical_choice",
+    "word_choices",
     "JAVA_INT_MAX",
     "MAX_GROUP_MEMBERS",
     "MAX_ROUTE_BROKERS",
@@ -120,6 +121,12 @@ def canonical_choice(text: str, choices: Iterable[str]) -> str:
     format, a level): every command and the pipeline's take ``avg`` as ``AVG``, so none refuses a spelling another
     takes. Here, beside the other names, because both the commands and the pipeline parse such words."""
     return next((choice for choice in choices if choice.casefold() == text.casefold()), text)
+
+
+def word_choices(choices: Sequence[str]) -> dict[str, Any]:
+    """An ``add_argument`` option's ``type`` and ``choices`` under :func:`canonical_choice`'s rule: a spelling in
+    any case is taken as its choice, anything else refused by argparse with ``choices`` listed."""
+    return {"type": functools.partial(canonical_choice, choices=choices), "choices": choices}
 
 
 def first_few(names: Sequence[object], shown: int = 5) -> str:

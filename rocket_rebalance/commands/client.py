@@ -13,7 +13,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -34,10 +33,10 @@ from rocket_rebalance.commands.options import (
 from rocket_rebalance.model import (
     PERM_WRITE,
     MessageQueue,
-    canonical_choice,
     printable,
     sort_queues,
     without_namespace,
+    word_choices,
 )
 from rocket_rebalance.runtime.transport import GROUP_NOT_ONLINE
 
@@ -62,10 +61,6 @@ def _emit(event: str, **fields: Any) -> None:
         sys.stdout.flush()
 
 
-_MODES = ("push", "async-push", "pull", "async-pull")
-_FROM = ("last", "first", "timestamp")
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-_LOG_FORMATS = ("text", "json")
 TEXT_LOG_FORMAT = "%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"
 
 
@@ -606,8 +601,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_strategy_options(consume, repeatable=False)
     consume.add_argument(
         "--api",
-        type=partial(canonical_choice, choices=_MODES),
-        choices=_MODES,
+        **word_choices(("push", "async-push", "pull", "async-pull")),
         default="push",
         help="the consumer to run: PushConsumer (default), AsyncPushConsumer, PullConsumer or AsyncPullConsumer "
         "(the pull consumers commit each batch once processed)",
@@ -621,7 +615,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="do not release the locks of a member the broker no longer lists (a killed one): its queues then wait "
         "for the broker's lock lifetime (60 s), as Java's orderly consumers do",
     )
-    consume.add_argument("--consume-from", type=partial(canonical_choice, choices=_FROM), choices=_FROM, default="last")
+    consume.add_argument("--consume-from", **word_choices(("last", "first", "timestamp")), default="last")
     consume.add_argument("--client-id", help="client ID (default ip@pid#nanotime)")
     consume.add_argument("--offsets", type=Path, help="broadcasting: the local offset file")
     consume.add_argument(
@@ -639,14 +633,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--persist-interval", type=duration(), help="offset persist interval (default 5 s)")
     consume.add_argument("--heartbeat-interval", type=duration(), help="heartbeat interval (default 30 s)")
     consume.add_argument("--route-interval", type=duration(), help="route refresh interval (default 30 s)")
-    consume.add_argument(
-        "--log-level", default="WARNING", type=partial(canonical_choice, choices=_LEVELS), choices=_LEVELS
-    )
+    consume.add_argument("--log-level", default="WARNING", **word_choices(("DEBUG", "INFO", "WARNING", "ERROR")))
     consume.add_argument(
         "--log-format",
         default="text",
-        type=partial(canonical_choice, choices=_LOG_FORMATS),
-        choices=_LOG_FORMATS,
+        **word_choices(("text", "json")),
         help="json: one JSON object per log line (stderr)",
     )
     consume.add_argument(

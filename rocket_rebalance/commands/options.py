@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 
 from rocket_rebalance.commands import CommandError
@@ -13,13 +12,13 @@ from rocket_rebalance.model import (
     AclCredentials,
     MessageQueue,
     TlsSettings,
-    canonical_choice,
     check_duration,
     check_group_name,
     check_namespace,
     check_topic_name,
     duration_rule,
     with_namespace,
+    word_choices,
 )
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
@@ -288,8 +287,7 @@ def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> N
     parser.add_argument(
         "--strategy",
         action="append" if repeatable else _OneStrategy,
-        type=partial(canonical_choice, choices=STRATEGY_NAMES),
-        choices=STRATEGY_NAMES,
+        **word_choices(STRATEGY_NAMES),
         metavar="NAME",
         help=f"allocation strategy, one of {', '.join(STRATEGY_NAMES)} (default AVG); CONSISTENT_HASH_BOUNDED and "
         "CROSS_TOPIC exist only in this library: Java consumers cannot run them"
@@ -310,8 +308,7 @@ def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> N
     inner_names = list(dict.fromkeys(name for names in _INNER_CHOICES.values() for name in names))
     parser.add_argument(
         "--inner",
-        type=partial(canonical_choice, choices=inner_names),
-        choices=inner_names,
+        **word_choices(inner_names),
         metavar="NAME",
         help="the inner strategy (default AVG) of "
         + "; of ".join(f"{wrapper}: {', '.join(names)}" for wrapper, names in _INNER_CHOICES.items()),

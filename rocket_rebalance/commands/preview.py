@@ -14,7 +14,6 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from rocket_rebalance.commands.options import (
     wire_names,
 )
 from rocket_rebalance.inputs import read_input_text
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, canonical_choice, printable
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable, word_choices
 from rocket_rebalance.mqadmin import (
     MQADMIN_GROUP,
     allocate_mq,
@@ -48,8 +47,6 @@ from rocket_rebalance.strategies import AllocateMessageQueueStrategy, java_compa
 from rocket_rebalance.whatif import Change, Outcome, TopicPlans, over_topics, plan_topics, simulate
 
 __all__ = ["register"]
-
-_FORMATS = ("json", "table")
 
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -304,8 +301,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_strategy_options(allocate, repeatable=False)
     allocate.add_argument(
         "--format",
-        type=partial(canonical_choice, choices=_FORMATS),
-        choices=_FORMATS,
+        **word_choices(("json", "table")),
         default="json",
         help="mqadmin JSON or a table",
     )

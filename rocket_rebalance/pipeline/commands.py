@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rocket_rebalance.model import canonical_choice
+from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.options import MAX_GROUPS, add_arguments
-
-_AUDIT = ("table", "json")
-_TABLES = ("parquet", "jsonl")
 
 __all__ = ["register"]
 
@@ -98,8 +94,7 @@ def register(subparsers: Any) -> None:
     audit.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     audit.add_argument(
         "--format",
-        type=partial(canonical_choice, choices=_AUDIT),
-        choices=_AUDIT,
+        **word_choices(("table", "json")),
         default="table",
         help="output format",
     )
@@ -122,8 +117,7 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--split-views", type=float, default=0.02, help="share of groups with a stale member view, 0 to 1")
     gen.add_argument(
         "--format",
-        type=partial(canonical_choice, choices=_TABLES),
-        choices=_TABLES,
+        **word_choices(("parquet", "jsonl")),
         default="parquet",
         help="table file format",
     )

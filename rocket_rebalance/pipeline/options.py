@@ -10,9 +10,8 @@ import argparse
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
-from rocket_rebalance.model import canonical_choice
+from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 
 __all__ = [
@@ -163,8 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     parser.add_argument(
         "--writer",
-        type=partial(canonical_choice, choices=WRITERS),
-        choices=WRITERS,
+        **word_choices(WRITERS),
         default="pyarrow",
         help="who writes the output tables: the executors with pyarrow, as Parquet (default, faster), or Spark's "
         "DataFrameWriter (any format, options, a table catalog)",
