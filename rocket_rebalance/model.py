@@ -26,8 +26,6 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "AclCredentials",
-    "canonical_choice",
-    "word_choices",
     "JAVA_INT_MAX",
     "MAX_GROUP_MEMBERS",
     "MAX_ROUTE_BROKERS",
@@ -67,6 +65,8 @@ __all__ = [
     "java_string_key",
     "prepare_rebalance_input",
     "printable",
+    "canonical_choice",
+    "word_choices",
     "queues_of",
     "sort_client_ids",
     "queue_md5_hashes",

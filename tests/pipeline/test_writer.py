@@ -127,17 +127,6 @@ def test_bad_writer_options_are_one_line_before_spark_starts(
     assert not (tmp_path / "out").exists()  # refused before the output folder was claimed
 
 
-def test_compare_takes_strategy_names_and_none_whatever_their_case() -> None:
-    """The command line's one rule for word values (model.canonical_choice): ``avg`` is ``AVG`` here as in
-    ``--strategy``; the same strategy spelt twice is still named twice."""
-    from rocket_rebalance.pipeline.settings import compared_strategies
-
-    assert compared_strategies("avg, Consistent_Hash") == ("AVG", "CONSISTENT_HASH")
-    assert compared_strategies("NONE") == compared_strategies(" none ") == ()
-    with pytest.raises(ValueError, match="names a strategy twice"):
-        compared_strategies("avg,AVG")
-
-
 def test_folder_rules_cover_tables_in_other_formats(tmp_path: Path) -> None:
     """A ``<table>.<format>`` folder is ours (cleared, and refused when it holds a foreign file), a file of such a
     name is not (the job never writes one): it stays."""
