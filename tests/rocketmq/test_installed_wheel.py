@@ -3,7 +3,7 @@ outside it, and used against the session's real RocketMQ. The core needs neither
 installed, a remoting consumer consumes what the installed command produced without importing either, and a
 ``grpc://`` address (the stub's wire) is refused in one line naming the extra, by the consumer and by the command.
 
-Wall time: about 25 s beside the session's cluster (the wheel's build and the venv's install, with pip's cache
+Wall time: about 13 s beside the session's cluster (the wheel's build and the venv's install, with pip's cache
 warm, most of it); lz4 and zstandard come from the package index, pinned by constraints.txt."""
 
 from __future__ import annotations
