@@ -3,12 +3,13 @@
 The first line on stdout is the bound ``host:port`` (flushed at once), so a parent process that started the
 stub on port 0 reads one line to learn where it is. Logs go to stderr, at most one line of a kind per
 ``--log-repeat-interval`` (:mod:`nameserver_stub.logs`). Exit status: 0 after a clean stop, 2 for a
-configuration the stub refuses (one line on stderr, nothing served).
+configuration the stub refuses or an install without the ``stub`` extra (one line on stderr, nothing served).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
 import signal
@@ -16,12 +17,41 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from nameserver_stub.config import MAX_STREAMS_PER_CLIENT, ConfigError, StubConfig, parse_topic_spec
 from nameserver_stub.logs import RepeatFilter
-from nameserver_stub.server import StubServer
+
+if TYPE_CHECKING:
+    from nameserver_stub.server import StubServer
 
 TOKEN_ENV = "NAMESERVER_STUB_TOKEN"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the version of the distribution the stub ships in (rocket-rebalance), looked up only when
+    asked, since the stub may import no more of the library than its model and wire."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"{parser.prog} {importlib.metadata.version('rocket-rebalance')}")
+        parser.exit()
+
+
+def _server_class() -> type[StubServer]:
+    """The server, imported when it is run: it needs the ``stub`` extra (grpcio, protobuf), and without it the
+    command says so in one line (exit 2) rather than with a traceback, and ``--help``/``--version`` still work."""
+    try:
+        from nameserver_stub.server import StubServer
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("grpc", "grpc_health", "google"):
+            raise
+        raise ConfigError(
+            f"nameserver-stub needs the 'stub' extra ({error.name} is missing): pip install 'rocket-rebalance[stub]'"
+        ) from None
+    return StubServer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A gRPC stand-in for a RocketMQ NameServer and its brokers (for tests and demos).",
     )
     add = parser.add_argument
+    add("--version", action=_VersionAction)
     add("--listen", default="127.0.0.1:9876", help="host:port; port 0 picks a free port (default %(default)s)")
     add("--data-dir", type=Path, default=Path(".stub-data"), help="SQLite files (default %(default)s)")
     add(
@@ -122,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         repeats = RepeatFilter(config.log_repeat_interval)
         for handler in logging.getLogger().handlers:
             handler.addFilter(repeats)
-        server = StubServer(config).start()
+        server = _server_class()(config).start()
     except ConfigError as error:
         print(f"nameserver-stub: error: {error}", file=sys.stderr)
         return 2

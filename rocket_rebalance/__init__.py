@@ -1,15 +1,21 @@
 """rocket-rebalance: which queues a consumer owns, computed exactly as Apache RocketMQ's Java client does.
 
 Every consumer of a group sorts the same queues and client IDs and applies the same strategy, so all agree
-without a coordinator. This top level holds the pure allocation layer and names the consumer API: ``PushConsumer``,
-``PullConsumer``, ``AsyncPushConsumer``, ``AsyncPullConsumer``, ``RebalanceListener``, ``Message`` and a listener's
-answers ``ConsumeResult`` and ``Reconsume`` are loaded
-from the runtime when first used, so ``import rocket_rebalance`` loads neither grpc nor pyspark (nor the runtime).
+without a coordinator. This top level holds the pure allocation layer and names the consumer API, loaded from the
+runtime when first used, so ``import rocket_rebalance`` loads neither grpc nor pyspark (nor the runtime):
+
+- ``PushConsumer`` (threads) and ``AsyncPushConsumer`` (asyncio): the group's queues are pulled for you and handed to a
+  listener; ``ConsumeResult`` and ``Reconsume`` are a listener's answers, ``Message`` what it receives.
+- ``PullConsumer`` and ``AsyncPullConsumer``: you poll the queues the group gives this member and commit offsets.
+- ``RebalanceListener``: told of queues assigned and revoked.
+
+The library logs to the ``rocket_rebalance`` logger, which has a ``NullHandler``: configure logging to see it.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.model import (
@@ -49,6 +55,9 @@ _LAZY = {
 }
 
 
+logging.getLogger(__name__).addHandler(logging.NullHandler())  # the application decides where our logs go
+
+
 def __getattr__(name: str) -> Any:
     """The consumer API, imported when first asked for (PEP 562)."""
     module = _LAZY.get(name)
@@ -57,6 +66,12 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The module's names with the lazily loaded ones, so ``dir()`` and ``help(rocket_rebalance)`` list the consumer
+    classes before their first use (``help`` then loads them, as it must to document them)."""
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

@@ -13,8 +13,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from rocket_rebalance import __version__
 from rocket_rebalance.commands import CommandError, OneLineParser
 from rocket_rebalance.model import printable
+from rocket_rebalance.runtime.transport import StubWireUnavailableError
 
 __all__ = ["COMMAND_MODULES", "main"]
 
@@ -31,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="rocket-rebalance", description="RocketMQ-style queue rebalancing, bit-exact with the Java client."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -43,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except (CommandError, ValueError, TypeError, OSError) as error:
+    except (CommandError, ValueError, TypeError, OSError, StubWireUnavailableError) as error:
         print(f"rocket-rebalance: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

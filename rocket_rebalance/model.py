@@ -65,6 +65,8 @@ __all__ = [
     "java_string_key",
     "prepare_rebalance_input",
     "printable",
+    "canonical_choice",
+    "word_choices",
     "queues_of",
     "sort_client_ids",
     "queue_md5_hashes",
@@ -111,6 +113,20 @@ def printable(text: str) -> str:
     Here, with the other names the library reads from servers, so that every layer that prints them (the commands,
     the pipeline's audit table) escapes them the one same way."""
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def canonical_choice(text: str, choices: Iterable[str]) -> str:
+    """``text`` spelt as the one of ``choices`` it equals ignoring case, else ``text`` unchanged for the caller to
+    refuse while listing ``choices``. The command line's one rule for a word value (a strategy name, ``none``, a
+    format, a level): every command and the pipeline's take ``avg`` as ``AVG``, so none refuses a spelling another
+    takes. Here, beside the other names, because both the commands and the pipeline parse such words."""
+    return next((choice for choice in choices if choice.casefold() == text.casefold()), text)
+
+
+def word_choices(choices: Sequence[str]) -> dict[str, Any]:
+    """An ``add_argument`` option's ``type`` and ``choices`` under :func:`canonical_choice`'s rule: a spelling in
+    any case is taken as its choice, anything else refused by argparse with ``choices`` listed."""
+    return {"type": functools.partial(canonical_choice, choices=choices), "choices": choices}
 
 
 def first_few(names: Sequence[object], shown: int = 5) -> str:

@@ -14,6 +14,7 @@ from rocket_rebalance.model import (
     DuplicateClientIdWarning,
     MessageQueue,
     QueueList,
+    canonical_choice,
     check_group_name,
     check_topic_name,
     java_md5_hash,
@@ -176,3 +177,18 @@ def test_bad_topic_names(name: str) -> None:
 def test_good_names() -> None:
     assert check_topic_name("%RETRY%GID_a|b-1") == "%RETRY%GID_a|b-1"
     assert check_group_name("GID_" + "x" * 200)
+
+
+WORDS = ("AVG", "CONSISTENT_HASH", "none", "async-push", "table")
+
+
+@given(st.sampled_from(WORDS), st.lists(st.booleans(), min_size=20, max_size=20))
+def test_a_word_value_is_its_choice_whatever_its_case(word: str, upper: list[bool]) -> None:
+    typed = "".join(ch.upper() if up else ch.lower() for ch, up in zip(word, upper, strict=False))
+    assert canonical_choice(typed, WORDS) == word
+
+
+@given(st.text(max_size=20))
+def test_a_word_that_is_no_choice_is_left_for_the_caller_to_refuse(text: str) -> None:
+    if text.casefold() not in {word.casefold() for word in WORDS}:
+        assert canonical_choice(text, WORDS) == text

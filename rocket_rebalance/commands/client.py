@@ -30,7 +30,15 @@ from rocket_rebalance.commands.options import (
     topic_name,
     wire_names,
 )
-from rocket_rebalance.model import PERM_WRITE, MessageQueue, printable, sort_queues, without_namespace
+from rocket_rebalance.model import (
+    PERM_WRITE,
+    MessageQueue,
+    printable,
+    sort_queues,
+    without_namespace,
+    word_choices,
+)
+from rocket_rebalance.runtime.transport import GROUP_NOT_ONLINE
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -493,6 +501,10 @@ def _run_progress(args: argparse.Namespace) -> int:
         credentials=acl_credentials(args),
         tls=tls_settings(args),
     )
+    if not rows:  # the stub answers a group it does not know with no rows; mqadmin and the remoting wire refuse
+        raise CommandError(
+            f"group {args.group}: not found at {args.namesrv} ({GROUP_NOT_ONLINE.format(group=args.group)})"
+        )
     if args.json:
         print(
             json.dumps(
@@ -589,7 +601,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_strategy_options(consume, repeatable=False)
     consume.add_argument(
         "--api",
-        choices=("push", "async-push", "pull", "async-pull"),
+        **word_choices(("push", "async-push", "pull", "async-pull")),
         default="push",
         help="the consumer to run: PushConsumer (default), AsyncPushConsumer, PullConsumer or AsyncPullConsumer "
         "(the pull consumers commit each batch once processed)",
@@ -603,7 +615,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="do not release the locks of a member the broker no longer lists (a killed one): its queues then wait "
         "for the broker's lock lifetime (60 s), as Java's orderly consumers do",
     )
-    consume.add_argument("--consume-from", choices=("last", "first", "timestamp"), default="last")
+    consume.add_argument("--consume-from", **word_choices(("last", "first", "timestamp")), default="last")
     consume.add_argument("--client-id", help="client ID (default ip@pid#nanotime)")
     consume.add_argument("--offsets", type=Path, help="broadcasting: the local offset file")
     consume.add_argument(
@@ -621,9 +633,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consume.add_argument("--persist-interval", type=duration(), help="offset persist interval (default 5 s)")
     consume.add_argument("--heartbeat-interval", type=duration(), help="heartbeat interval (default 30 s)")
     consume.add_argument("--route-interval", type=duration(), help="route refresh interval (default 30 s)")
-    consume.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    consume.add_argument("--log-level", default="WARNING", **word_choices(("DEBUG", "INFO", "WARNING", "ERROR")))
     consume.add_argument(
-        "--log-format", default="text", choices=("text", "json"), help="json: one JSON object per log line (stderr)"
+        "--log-format",
+        default="text",
+        **word_choices(("text", "json")),
+        help="json: one JSON object per log line (stderr)",
     )
     consume.add_argument(
         "--metrics-port",

@@ -201,6 +201,10 @@ def rocketmq_demo(work_dir: Path) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not args.static and not args.rocketmq:  # said before the overview, not after it
+        from rocket_rebalance.runtime.transport.wire import require_stub_extra
+
+        require_stub_extra("the live demo (it runs nameserver_stub; --static needs nothing)")
     print(show_allocations())
     print("\n")
     print(show_tradeoffs())

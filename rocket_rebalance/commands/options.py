@@ -18,6 +18,7 @@ from rocket_rebalance.model import (
     check_topic_name,
     duration_rule,
     with_namespace,
+    word_choices,
 )
 from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 
@@ -269,11 +270,24 @@ def _number(option: str, args: argparse.Namespace) -> float | None:
         raise CommandError(f"{_flag(option)} must be {what}, got {text!r}") from None
 
 
+class _OneStrategy(argparse.Action):
+    """``--strategy`` of a command that runs one strategy (``consume``, ``allocate-mq``): given twice, it is refused
+    in one line rather than the last one silently kept. Comparing strategies is ``simulate``'s, whose output is
+    made for several; ``allocate-mq`` prints mqadmin's ``allocateMQ`` JSON, one strategy's answer."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option: str | None = None
+    ) -> None:
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{option} given twice: this command runs one strategy (simulate compares several)")
+        setattr(namespace, self.dest, values)
+
+
 def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> None:
     parser.add_argument(
         "--strategy",
-        action="append" if repeatable else "store",
-        choices=STRATEGY_NAMES,
+        action="append" if repeatable else _OneStrategy,
+        **word_choices(STRATEGY_NAMES),
         metavar="NAME",
         help=f"allocation strategy, one of {', '.join(STRATEGY_NAMES)} (default AVG); CONSISTENT_HASH_BOUNDED and "
         "CROSS_TOPIC exist only in this library: Java consumers cannot run them"
@@ -294,7 +308,7 @@ def add_strategy_options(parser: argparse.ArgumentParser, repeatable: bool) -> N
     inner_names = list(dict.fromkeys(name for names in _INNER_CHOICES.values() for name in names))
     parser.add_argument(
         "--inner",
-        choices=inner_names,
+        **word_choices(inner_names),
         metavar="NAME",
         help="the inner strategy (default AVG) of "
         + "; of ".join(f"{wrapper}: {', '.join(names)}" for wrapper, names in _INNER_CHOICES.items()),

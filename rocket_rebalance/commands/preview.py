@@ -32,7 +32,7 @@ from rocket_rebalance.commands.options import (
     wire_names,
 )
 from rocket_rebalance.inputs import read_input_text
-from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable
+from rocket_rebalance.model import MAX_GROUP_MEMBERS, MessageQueue, printable, word_choices
 from rocket_rebalance.mqadmin import (
     MQADMIN_GROUP,
     allocate_mq,
@@ -299,7 +299,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_source_options(allocate)
     allocate.add_argument("-i", "--ipList", dest="ip_list", required=True, metavar="ID,...", help="client IDs")
     add_strategy_options(allocate, repeatable=False)
-    allocate.add_argument("--format", choices=("json", "table"), default="json", help="mqadmin JSON or a table")
+    allocate.add_argument(
+        "--format",
+        **word_choices(("json", "table")),
+        default="json",
+        help="mqadmin JSON or a table",
+    )
     allocate.add_argument(
         "--mqadmin-order", action="store_true", help="reproduce mqadmin's unsorted answer and say where it differs"
     )

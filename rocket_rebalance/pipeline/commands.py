@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.options import MAX_GROUPS, add_arguments
 
 __all__ = ["register"]
@@ -91,7 +92,12 @@ def register(subparsers: Any) -> None:
     )
     audit.add_argument("--master", default=None, help="Spark master (default local[*])")
     audit.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
-    audit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    audit.add_argument(
+        "--format",
+        **word_choices(("table", "json")),
+        default="table",
+        help="output format",
+    )
     audit.add_argument("--limit", type=int, default=50, metavar="N", help="print at most N findings (default 50)")
     audit.add_argument("--report", action="store_true", help="also write report.md and charts into --out")
     audit.set_defaults(handler=_audit)
@@ -109,7 +115,12 @@ def register(subparsers: Any) -> None:
     )
     gen.add_argument("--seed", type=int, default=1, help="random seed (same seed, same fleet)")
     gen.add_argument("--split-views", type=float, default=0.02, help="share of groups with a stale member view, 0 to 1")
-    gen.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="table file format")
+    gen.add_argument(
+        "--format",
+        **word_choices(("parquet", "jsonl")),
+        default="parquet",
+        help="table file format",
+    )
     gen.add_argument(
         "--observed",
         action="store_true",

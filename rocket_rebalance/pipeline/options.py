@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 
 __all__ = [
@@ -161,7 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     parser.add_argument(
         "--writer",
-        choices=WRITERS,
+        **word_choices(WRITERS),
         default="pyarrow",
         help="who writes the output tables: the executors with pyarrow, as Parquet (default, faster), or Spark's "
         "DataFrameWriter (any format, options, a table catalog)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rocket_rebalance.model import MessageModel, MessageQueue
+from rocket_rebalance.model import MessageModel, MessageQueue, canonical_choice
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 
 __all__ = [
@@ -31,9 +31,9 @@ def compared_strategies(text: str) -> tuple[str, ...]:
 
     The comparison is most of a group's analysis (benchmarks/RESULTS.md: about 60%), and an operator asking what a
     change does under the groups' own strategies does not need it replayed under five others."""
-    if text.strip().lower() == "none":
+    if canonical_choice(text.strip(), ("none",)) == "none":
         return ()
-    names = [name.strip() for name in text.split(",")]
+    names = [canonical_choice(name.strip(), COMPARED_STRATEGIES) for name in text.split(",")]
     unknown = [name for name in names if name not in COMPARED_STRATEGIES]
     if unknown:
         raise ValueError(

@@ -9,7 +9,7 @@ import pytest
 
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
 from rocket_rebalance.plan import plan
-from rocket_rebalance.runtime.transport import GRPC_SCHEME
+from rocket_rebalance.runtime.transport import GROUP_NOT_ONLINE, GRPC_SCHEME
 from rocket_rebalance.strategies import create_strategy
 from tests.commands.conftest import RunCli, stub_with_members
 
@@ -94,3 +94,27 @@ def test_printed_server_text_cannot_drive_the_terminal() -> None:
 
     assert printable("127.0.0.1@x\x1b[2J\x07\n") == "127.0.0.1@x\\x1b[2J\\x07\\n"
     assert printable("127.0.0.1@é-ü") == "127.0.0.1@é-ü"
+
+
+def test_consumer_progress_of_a_group_not_online_fails_as_mqadmin_says(stub: str, run_cli: RunCli) -> None:
+    for form in ((), ("--json",)):
+        done = run_cli("consumer-progress", "-n", stub, "-g", "GID_UNKNOWN", *form, check=False)
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        assert done.stderr.count("\n") == 1 and GROUP_NOT_ONLINE.format(group="GID_UNKNOWN") in done.stderr
+
+
+def test_allocate_mq_refuses_a_second_strategy_in_one_line(stub: str, run_cli: RunCli) -> None:
+    args = ("allocate-mq", "-t", "TopicTest", "-i", "c1,c2", "-n", stub, "--strategy", "AVG")
+    done = run_cli(*args, "--strategy", "CONSISTENT_HASH", check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "--strategy given twice" in done.stderr and "simulate" in done.stderr
+
+
+def test_word_values_are_taken_whatever_their_case(stub: str, run_cli: RunCli) -> None:
+    args = ("allocate-mq", "-t", "TopicTest", "-i", "c1,c2", "-n", stub)
+    canonical = run_cli(*args, "--strategy", "CONSISTENT_HASH", "--format", "table").stdout
+    assert run_cli(*args, "--strategy", "consistent_hash", "--format", "TABLE").stdout == canonical
+    inner = ("--strategy", "cross_topic", "--inner", "avg_by_circle")
+    assert run_cli(*args, *inner).returncode == 0
+    refused = run_cli(*args, "--strategy", "avgg", check=False)
+    assert refused.returncode == 2 and "invalid choice: 'avgg'" in refused.stderr

@@ -112,12 +112,15 @@ def test_compare_names_some_strategies_in_their_order_or_none() -> None:
     assert compared_strategies(",".join(COMPARED_STRATEGIES)) == COMPARED_STRATEGIES
     assert compared_strategies("CROSS_TOPIC, AVG") == ("CROSS_TOPIC", "AVG")
     assert compared_strategies("none") == compared_strategies(" NONE ") == ()
+    # the command line's one rule for word values (model.canonical_choice): avg is AVG here as in --strategy
+    assert compared_strategies("avg, Consistent_Hash") == ("AVG", "CONSISTENT_HASH")
     for text, said in [
         ("AVG,MACHINE_ROOM", "'MACHINE_ROOM' is not a compared strategy"),
         ("", "'' is not a compared strategy"),
         ("AVG,,CROSS_TOPIC", "'' is not a compared strategy"),
-        ("avg", "'avg' is not a compared strategy"),
+        ("avgg", "'avgg' is not a compared strategy"),
         ("AVG,AVG", "names a strategy twice"),
+        ("avg,AVG", "names a strategy twice"),
     ]:
         with pytest.raises(ValueError, match=said):
             compared_strategies(text)

@@ -14,7 +14,7 @@ import pytest
 from rocket_rebalance.lab.mixed_group import MixedGroup, new_topic
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
 from rocket_rebalance.lab.wait import wait_until
-from rocket_rebalance.runtime.transport import TransportError
+from rocket_rebalance.runtime.transport import GROUP_NOT_ONLINE, TransportError
 
 pytestmark = pytest.mark.rocketmq
 
@@ -136,3 +136,17 @@ def test_the_grpc_wire_pointed_at_rocketmq_is_one_clear_line(rocketmq: RocketMQC
     done = cli("allocate-mq", "-n", f"grpc://{rocketmq.namesrv_address}", "-t", "T", "-i", "a", check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr and "is not nameserver_stub" in done.stderr
+
+
+def test_consumer_progress_of_a_group_never_online_fails_like_mqadmin(
+    rocketmq: RocketMQCluster, tmp_path: Path
+) -> None:
+    """mqadmin 5.3.3 fails too (for a group never seen, on the route of its retry topic; for one seen but offline,
+    with the words of GROUP_NOT_ONLINE); ours exits 2 with one line on either wire."""
+    group = f"GID_never_{tmp_path.name[-8:]}".replace("-", "_")
+    assert rocketmq.lib is not None
+    with pytest.raises(RuntimeError, match="ConsumerProgressSubCommand command failed"):
+        mqadmin(rocketmq.lib, tmp_path / "mqadmin", "consumerProgress", "-n", rocketmq.namesrv_address, "-g", group)
+    ours = cli("consumer-progress", "-n", rocketmq.namesrv_address, "-g", group, check=False)
+    assert ours.returncode == 2 and ours.stdout == ""
+    assert ours.stderr.count("\n") == 1 and GROUP_NOT_ONLINE.format(group=group) in ours.stderr

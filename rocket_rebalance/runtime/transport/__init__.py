@@ -34,6 +34,7 @@ from rocket_rebalance.subscription import TAG, ExpressionError, SubscriptionExpr
 
 __all__ = [
     "GRPC_SCHEME",
+    "GROUP_NOT_ONLINE",
     "AdminTransport",
     "AsyncBrokerRequests",
     "AsyncTransport",
@@ -52,6 +53,7 @@ __all__ = [
     "RunningInfo",
     "StreamEnd",
     "StreamEnded",
+    "StubWireUnavailableError",
     "SubscriptionRefusedError",
     "TopicConsumeStatus",
     "Transport",
@@ -61,6 +63,12 @@ __all__ = [
 ]
 
 GRPC_SCHEME = "grpc://"
+STUB_EXTRA_INSTALL = "pip install 'rocket-rebalance[stub]'"
+"""How to install the ``stub`` extra: grpcio and protobuf, which only ``nameserver_stub`` and its wire need."""
+GROUP_NOT_ONLINE = (
+    "no consume stats of consumer group {group}: its offset table is empty, maybe the consumer is not online"
+)
+"""What ``consumerProgress`` of a group with no offsets says, in mqadmin's words (both wires, the command alike)."""
 CLIENT_VERSION = "V5_3_3"
 """The Java client version whose behaviour this library's consumers have, as ``PROP_CLIENT_VERSION`` names it."""
 
@@ -71,6 +79,15 @@ class TransportError(OSError):
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
         self.code = code
+
+
+class StubWireUnavailableError(ImportError):
+    """Something that needs the ``stub`` extra (a ``grpc://`` address, ``nameserver_stub``'s wire) was asked of an
+    install without it: the core installs without grpcio and protobuf, so this is refused in one line naming the
+    extra where it is asked for (a consumer's construction, a command), not as a ModuleNotFoundError from inside."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} needs the 'stub' extra (grpcio, protobuf): {STUB_EXTRA_INSTALL}")
 
 
 class SubscriptionRefusedError(TransportError):

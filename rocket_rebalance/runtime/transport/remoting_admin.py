@@ -14,6 +14,7 @@ import logging
 from rocket_rebalance.model import MessageQueue, sort_queues
 from rocket_rebalance.remoting import ProtocolError, RequestCode, ResponseCode, bodies, headers, request
 from rocket_rebalance.runtime.transport import (
+    GROUP_NOT_ONLINE,
     ConnectionRow,
     ConsumerReport,
     ProgressRow,
@@ -171,5 +172,7 @@ class RemotingAdminReads:
                     )
                 )
         if not rows:
-            raise TransportError(f"consumer group {consumer_group} has no offsets at {self._wire.address}", "NOT_FOUND")
+            raise TransportError(
+                f"{GROUP_NOT_ONLINE.format(group=consumer_group)} at {self._wire.address}", "NOT_FOUND"
+            )
         return sorted(rows, key=lambda row: row.mq.sort_key)

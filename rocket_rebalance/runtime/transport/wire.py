@@ -7,12 +7,18 @@ imports none, so each wire can import the interface without an import cycle.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 from rocket_rebalance.model import AclCredentials, TlsSettings
-from rocket_rebalance.runtime.transport import GRPC_SCHEME, AdminTransport, AsyncTransport
+from rocket_rebalance.runtime.transport import (
+    GRPC_SCHEME,
+    AdminTransport,
+    AsyncTransport,
+    StubWireUnavailableError,
+)
 
-__all__ = ["open_async_transport", "open_transport", "parse_address"]
+__all__ = ["open_async_transport", "open_transport", "parse_address", "require_stub_extra"]
 
 _HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")
 
@@ -68,6 +74,22 @@ def _checked(
     return wire, addresses
 
 
+_STUB_EXTRA_MODULES = ("grpc", "grpc_health", "google.protobuf")  # what the `stub` extra installs
+_STUB_ADDRESS = "{address} (nameserver_stub's gRPC wire; a RocketMQ name server is HOST:PORT, without grpc://)"
+
+
+def require_stub_extra(what: str) -> None:
+    """Refuse ``what`` (a ``grpc://`` address, the live demo) with :class:`StubWireUnavailableError` unless the
+    ``stub`` extra is installed; looked up without importing, so the check loads no grpc."""
+    for name in _STUB_EXTRA_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # google.protobuf's parent package is missing too
+            found = False
+        if not found:
+            raise StubWireUnavailableError(what)
+
+
 def open_transport(
     address: str,
     token: str | None = None,
@@ -78,6 +100,7 @@ def open_transport(
     """The transport that ``address`` asks for (see :func:`parse_address` and :func:`_checked`)."""
     wire, addresses = _checked(address, token, credentials, tls)
     if wire == "grpc":
+        require_stub_extra(_STUB_ADDRESS.format(address=address))
         from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 
         return GrpcTransport(addresses[0], token=token, timeout=timeout)
@@ -97,6 +120,7 @@ def open_async_transport(
     protocol on asyncio streams, or ``grpc.aio`` to the stub. It connects lazily, on the loop of its first call."""
     wire, addresses = _checked(address, token, credentials, tls)
     if wire == "grpc":
+        require_stub_extra(_STUB_ADDRESS.format(address=address))
         from rocket_rebalance.runtime.transport.grpc_async import AsyncGrpcTransport
 
         return AsyncGrpcTransport(addresses[0], token=token, timeout=timeout)
