@@ -15,20 +15,36 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any
+from typing import Unpack
 
 from rocket_rebalance.model import MessageQueue, check_duration
 from rocket_rebalance.runtime.async_engine import AsyncEngine
-from rocket_rebalance.runtime.consumer import ConsumerBase
+from rocket_rebalance.runtime.consumer import READY_CHECK_INTERVAL, ConsumerBase
 from rocket_rebalance.runtime.offset_store import read_steps
+from rocket_rebalance.runtime.options import ConsumerOptions, PushOptions
 from rocket_rebalance.runtime.pull_consumer import PullBase, _check_poll
 from rocket_rebalance.runtime.settings import MessageListener, QueueListener
 from rocket_rebalance.runtime.steps import run_async
 from rocket_rebalance.runtime.transport import AsyncTransport, Message
 
 __all__ = ["AsyncPullConsumer", "AsyncPushConsumer"]
+
+
+async def _wait(
+    consumer: ConsumerBase[AsyncEngine], timeout: float, pause: Callable[[float], Awaitable[object]]
+) -> dict[str, frozenset[MessageQueue]]:
+    """An asyncio consumer's ``wait_for_assignment``: look, ``await pause(seconds)``, until ready or ``timeout``
+    (the threaded :func:`~rocket_rebalance.runtime.consumer.wait_blocking`, on the loop)."""
+    check_duration("timeout", timeout, zero=True)
+    deadline = time.monotonic() + timeout
+    while (owned := consumer._assignment_if_ready()) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise consumer._not_ready(timeout)
+        await pause(min(left, READY_CHECK_INTERVAL))
+    return owned
 
 
 class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
@@ -45,7 +61,7 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         listener: MessageListener | None = None,
         queue_listener: QueueListener | None = None,
         transport: AsyncTransport | None = None,
-        **options: Any,
+        **options: Unpack[PushOptions],
     ) -> None:
         super().__init__(
             namesrv_addr, consumer_group, asynchronous=True, push=listener is not None, transport=transport, **options
@@ -72,6 +88,10 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         engine = AsyncEngine(listener=listener, queue_listener=self._queue_listener, **self._engine_args())
         self._started(engine)
         await engine.start()
+
+    async def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
+        """The threaded :meth:`~rocket_rebalance.runtime.consumer.PushConsumer.wait_for_assignment`, awaited."""
+        return await _wait(self, timeout, asyncio.sleep)
 
     async def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close; True when
@@ -103,9 +123,17 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
     transport: AsyncTransport
 
     def __init__(
-        self, namesrv_addr: str, consumer_group: str, *, transport: AsyncTransport | None = None, **options: Any
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        auto_commit: bool = True,
+        transport: AsyncTransport | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> None:
-        super().__init__(namesrv_addr, consumer_group, asynchronous=True, transport=transport, **options)
+        super().__init__(
+            namesrv_addr, consumer_group, asynchronous=True, auto_commit=auto_commit, transport=transport, **options
+        )
         self._callbacks_lock = asyncio.Lock()
 
     async def __aenter__(self) -> AsyncPullConsumer:
@@ -150,6 +178,17 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
                 await asyncio.wait_for(engine.ready.wait(), left)
             except TimeoutError:
                 return []
+
+    async def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
+        """The threaded :meth:`~rocket_rebalance.runtime.pull_consumer.PullConsumer.wait_for_assignment`,
+        awaited: the rebalance callbacks due meanwhile are awaited here."""
+        engine = self._running()
+
+        async def pause(seconds: float) -> None:
+            await self._run_callbacks(engine)
+            await asyncio.sleep(seconds)
+
+        return await _wait(self, timeout, pause)
 
     async def _run_callbacks(self, engine: AsyncEngine) -> None:
         async with self._callbacks_lock:

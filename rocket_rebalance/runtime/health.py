@@ -36,6 +36,7 @@ ErrorHook = Callable[[str, Exception], None]
 @dataclass
 class _Problem:
     message: str
+    error: Exception  # the latest
     count: int
     since: float
     last: float
@@ -76,9 +77,9 @@ class Health:
         with self._lock:
             problem = self._problems.get(kind)
             if problem is None:
-                problem = self._problems[kind] = _Problem(message, 0, now, now, now - self._quiet)
+                problem = self._problems[kind] = _Problem(message, error, 0, now, now, now - self._quiet)
             problem.count += 1
-            problem.message, problem.last = message, now
+            problem.message, problem.error, problem.last = message, error, now
             somewhere_new = at is not None and at not in problem.places
             if at is not None:
                 problem.places.add(at)
@@ -131,3 +132,9 @@ class Health:
                 f"({p.count} failures over {now - p.since:.0f} s)"
                 for kind, p in sorted(self._problems.items())
             }
+
+    def errors(self) -> dict[str, Exception]:
+        """Each failing kind's latest error, for a caller that classifies them (by type or ``code``): a consumer
+        that was not ready in time says why."""
+        with self._lock:
+            return {kind: p.error for kind, p in sorted(self._problems.items())}
