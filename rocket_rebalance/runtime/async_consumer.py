@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Unpack
@@ -30,6 +31,30 @@ from rocket_rebalance.runtime.steps import run_async
 from rocket_rebalance.runtime.transport import AsyncTransport, Message
 
 __all__ = ["AsyncPullConsumer", "AsyncPushConsumer"]
+
+
+def _dropped(consumer: ConsumerBase[AsyncEngine], shutting_down: bool) -> None:
+    """A consumer garbage-collected while started and not shut down (``asyncio.run()`` ended without
+    ``shutdown()``, or the object was let go): a ``ResourceWarning``, as asyncio gives for an unclosed transport,
+    and the shutdown scheduled on its loop when that still runs, so the brokers hear it leave (else they drop it
+    after their channel expiry, two minutes, and the group rebalances only then). When ``asyncio.run()`` is what
+    ends, the loop is still running here, but ``asyncio.run()`` cancels the scheduled shutdown with every other
+    task: the warning is all that is left to give then."""
+    engine = getattr(consumer, "_engine", None)  # None too when the constructor raised
+    if engine is None or shutting_down:
+        return
+    then = (
+        "its shutdown is scheduled on its loop"
+        if engine.shutdown_soon()
+        else "its loop has ended: the brokers drop it after their channel expiry"
+    )
+    warnings.warn(
+        f"unclosed {type(consumer).__name__} {consumer.client_id} of {consumer.config.consumer_group} ({then}): "
+        "await shutdown(), or use async with",
+        ResourceWarning,
+        source=consumer,
+        stacklevel=2,
+    )
 
 
 async def _wait(
@@ -70,6 +95,9 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         self._queue_listener = queue_listener
         self._stopping: asyncio.Task[bool] | None = None
 
+    def __del__(self) -> None:
+        _dropped(self, getattr(self, "_stopping", None) is not None)
+
     async def __aenter__(self) -> AsyncPushConsumer:
         await self.start()
         return self
@@ -77,6 +105,12 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        """Shut down; after a cancellation at once, not waiting for listener calls in flight (the shutdown would
+        otherwise wait up to its timeout for an ``async def`` listener that the cancelled application no longer
+        waits for): they are cancelled and their batches go back, as at a consume timeout."""
+        engine = self._engine
+        if isinstance(error, asyncio.CancelledError) and engine is not None and engine.dispatch is not None:
+            engine.dispatch.cut_short()
         await self.shutdown()
 
     async def start(self) -> None:
@@ -135,6 +169,9 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
             namesrv_addr, consumer_group, asynchronous=True, auto_commit=auto_commit, transport=transport, **options
         )
         self._callbacks_lock = asyncio.Lock()
+
+    def __del__(self) -> None:
+        _dropped(self, getattr(self, "_closed", True))
 
     async def __aenter__(self) -> AsyncPullConsumer:
         await self.start()

@@ -23,6 +23,7 @@ __all__ = [
     "LOCK_WAIT_KIND",
     "MIB",
     "ClientIdSharedError",
+    "ConsumeCancelledError",
     "ConsumeTimeoutError",
     "ConsumerNotReadyError",
     "EngineSettings",
@@ -61,6 +62,12 @@ class ListenerResultError(TypeError):
 class ConsumeTimeoutError(TimeoutError):
     """A listener call ran past ``consume_timeout``: its batch was sent back to the retry topic and the queue moved
     on (concurrent), or the call was cancelled (``async def``), or the queue waits for it (orderly, threads)."""
+
+
+class ConsumeCancelledError(Exception):
+    """An ``async def`` listener's call was cancelled because the task inside ``async with`` an asyncio push
+    consumer was cancelled: its batch goes back (the retry topic, or the queue's next owner), and the shutdown
+    that follows does not wait for it."""
 
 
 class ConsumerNotReadyError(TimeoutError):
