@@ -444,6 +444,12 @@ class ConsumerBase(Generic[E]):
         return self._engine is not None and self._engine.health.healthy
 
     @property
+    def problems(self) -> dict[str, str]:
+        """What fails now, by kind (``route of T``, ``heartbeat``, ``pull`` ...): its last error, how often, for how
+        long; empty while ``healthy`` (``describe()["problems"]`` without asking the engine's service context)."""
+        return {} if self._engine is None else self._engine.health.report()
+
+    @property
     def consumed(self) -> int:
         """Messages consumed so far (a push consumer's listener finished them; a pull consumer's were committed,
         or polled with auto-commit)."""
