@@ -22,7 +22,7 @@ from typing import Unpack
 
 from rocket_rebalance.model import MessageQueue, check_duration
 from rocket_rebalance.runtime.async_engine import AsyncEngine
-from rocket_rebalance.runtime.consumer import READY_CHECK_INTERVAL, ConsumerBase
+from rocket_rebalance.runtime.consumer import ConsumerBase
 from rocket_rebalance.runtime.offset_store import read_steps
 from rocket_rebalance.runtime.options import ConsumerOptions, PushOptions
 from rocket_rebalance.runtime.pull_consumer import PullBase, _check_poll
@@ -60,16 +60,14 @@ def _dropped(consumer: ConsumerBase[AsyncEngine], shutting_down: bool) -> None:
 async def _wait(
     consumer: ConsumerBase[AsyncEngine], timeout: float, pause: Callable[[float], Awaitable[object]]
 ) -> dict[str, frozenset[MessageQueue]]:
-    """An asyncio consumer's ``wait_for_assignment``: look, ``await pause(seconds)``, until ready or ``timeout``
-    (the threaded :func:`~rocket_rebalance.runtime.consumer.wait_blocking`, on the loop)."""
-    check_duration("timeout", timeout, zero=True)
-    deadline = time.monotonic() + timeout
-    while (owned := consumer._assignment_if_ready()) is None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise consumer._not_ready(timeout)
-        await pause(min(left, READY_CHECK_INTERVAL))
-    return owned
+    """An asyncio consumer's ``wait_for_assignment``: the threaded :func:`~rocket_rebalance.runtime.consumer.
+    wait_blocking`, each pause awaited."""
+    looks = consumer._looks(timeout)
+    try:
+        while True:
+            await pause(next(looks))
+    except StopIteration as ready:
+        return ready.value  # type: ignore[no-any-return]
 
 
 class AsyncPushConsumer(ConsumerBase[AsyncEngine]):

@@ -16,7 +16,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import fields, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Unpack
@@ -170,16 +170,14 @@ def why_not_ready(errors: Mapping[str, Exception]) -> str:
 def wait_blocking(
     consumer: ConsumerBase[Any], timeout: float, pause: Callable[[float], object]
 ) -> dict[str, frozenset[MessageQueue]]:
-    """A threaded consumer's ``wait_for_assignment``: look, ``pause(seconds)`` (a pull consumer runs its due
-    rebalance callbacks meanwhile), until ready or ``timeout``."""
-    check_duration("timeout", timeout, zero=True)
-    deadline = time.monotonic() + timeout
-    while (owned := consumer._assignment_if_ready()) is None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise consumer._not_ready(timeout)
-        pause(min(left, READY_CHECK_INTERVAL))
-    return owned
+    """A threaded consumer's ``wait_for_assignment``: :meth:`ConsumerBase._looks`, each pause slept by
+    ``pause(seconds)`` (a pull consumer runs its due rebalance callbacks meanwhile)."""
+    looks = consumer._looks(timeout)
+    try:
+        while True:
+            pause(next(looks))
+    except StopIteration as ready:
+        return ready.value  # type: ignore[no-any-return]
 
 
 def default_client_id(unit_name: str | None = None) -> str:
@@ -415,21 +413,25 @@ class ConsumerBase(Generic[E]):
         owned = {} if self._engine is None else self._engine.owned()
         return {self._user_name(topic): queues for topic, queues in owned.items()}
 
-    def _assignment_if_ready(self) -> dict[str, frozenset[MessageQueue]] | None:
-        """``owned_queues()`` once the engine settled (see :meth:`Driver.settled`), else None: one look of
-        ``wait_for_assignment``."""
+    def _looks(self, timeout: float) -> Generator[float, None, dict[str, frozenset[MessageQueue]]]:
+        """``wait_for_assignment`` once, for a blocking and an async caller alike: it yields the seconds to pause
+        between two looks at the engine (:meth:`Driver.settled`) and returns ``owned_queues()`` once settled, or
+        raises :class:`ConsumerNotReadyError` with what health knows after ``timeout``."""
+        check_duration("timeout", timeout, zero=True)
         if self._closed:
             raise RuntimeError(f"this {type(self).__name__} is shut down")
-        if self._engine is None:
+        engine = self._engine
+        if engine is None:
             raise RuntimeError("start() the consumer first")
-        return self.owned_queues() if self._engine.settled() else None
-
-    def _not_ready(self, timeout: float) -> ConsumerNotReadyError:
-        """The error of a ``wait_for_assignment`` that ran out: why, by what health knows now."""
-        assert self._engine is not None
-        health = self._engine.health
-        name = f"{type(self).__name__} of {self._user_name(self.config.consumer_group)}"
-        return ConsumerNotReadyError(name, timeout, why_not_ready(health.errors()), health.report())
+        deadline = time.monotonic() + timeout
+        while not engine.settled():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                name = f"{type(self).__name__} of {self._user_name(self.config.consumer_group)}"
+                reason = why_not_ready(engine.health.errors())
+                raise ConsumerNotReadyError(name, timeout, reason, engine.health.report())
+            yield min(left, READY_CHECK_INTERVAL)
+        return self.owned_queues()
 
     def describe(self) -> dict[str, object]:
         """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis; the names in it
