@@ -149,10 +149,10 @@ READY_CHECK_INTERVAL = 0.05
 context: cheap, and the wait is once per start)."""
 
 
-def why_not_ready(errors: Mapping[str, Exception]) -> str:
-    """What keeps a consumer from its queues, from health's failing kinds and their errors' ``code``: a refused
-    permission first (nothing else can work), then an unknown topic, then a name server that does not answer."""
-    codes = {kind: getattr(error, "code", "") for kind, error in errors.items()}
+def why_not_ready(codes: Mapping[str, str]) -> str:
+    """What keeps a consumer from its queues, from health's failing kinds and their errors' codes
+    (:meth:`Health.codes`): a refused permission first (nothing else can work), then an unknown topic, then a
+    name server that does not answer."""
     denied = [kind for kind, code in codes.items() if code in _DENIED]
     if denied:
         return f"permission denied ({', '.join(denied)})"
@@ -428,7 +428,7 @@ class ConsumerBase(Generic[E]):
             left = deadline - time.monotonic()
             if left <= 0:
                 name = f"{type(self).__name__} of {self._user_name(self.config.consumer_group)}"
-                reason = why_not_ready(engine.health.errors())
+                reason = why_not_ready(engine.health.codes())
                 raise ConsumerNotReadyError(name, timeout, reason, engine.health.report())
             yield min(left, READY_CHECK_INTERVAL)
         return self.owned_queues()

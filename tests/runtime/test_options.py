@@ -4,16 +4,19 @@ strategy object or a name and refuses anything else at the constructor."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocket_rebalance.runtime.async_consumer import AsyncPullConsumer, AsyncPushConsumer
-from rocket_rebalance.runtime.consumer import ConsumerBase, PushConsumer
-from rocket_rebalance.runtime.options import ConsumerOptions, PushOptions
+from rocket_rebalance.runtime.consumer import ConsumerBase, PushConsumer, why_not_ready
+from rocket_rebalance.runtime.options import ConsumerOptions, PushOptions, check_option_names
 from rocket_rebalance.runtime.pull_consumer import PullConsumer
 from rocket_rebalance.strategies import UnknownStrategyError, create_strategy
 
@@ -103,3 +106,41 @@ def test_any_other_strategy_is_a_type_error_at_the_constructor(strategy: object)
 def test_an_unknown_strategy_name_lists_the_valid_ones() -> None:
     with pytest.raises(UnknownStrategyError, match="unknown strategy 'AVERAGE'; valid names: AVG, "):
         AsyncPushConsumer("127.0.0.1:1", "GID", topics=["T"], strategy="AVERAGE")
+
+
+NAMES = sorted(PushOptions.__optional_keys__)
+
+
+@given(st.sets(st.sampled_from(NAMES)), st.text(min_size=1, max_size=30))
+def test_only_names_outside_the_options_are_refused(valid: set[str], other: str) -> None:
+    """Any set of the options passes the check; adding any other name fails it, naming the class and that name."""
+    check_option_names(PushConsumer, valid, PushOptions.__optional_keys__)
+    if other not in PushOptions.__optional_keys__:
+        with pytest.raises(
+            TypeError, match=rf"^PushConsumer\(\) got an unexpected keyword argument {re.escape(repr(other))}"
+        ):
+            check_option_names(PushConsumer, [*valid, other], PushOptions.__optional_keys__)
+
+
+CODES = ["", "NOT_FOUND", "UNAVAILABLE", "DEADLINE_EXCEEDED", "PERMISSION_DENIED", "UNAUTHENTICATED", "INTERNAL"]
+KINDS = ["route of A", "route of B", "heartbeat", "pull", "persist offsets", "member list for A"]
+
+
+@given(st.dictionaries(st.sampled_from(KINDS), st.sampled_from(CODES)))
+def test_the_reason_names_the_gravest_failure(codes: dict[str, str]) -> None:
+    """A refused permission comes first (nothing else can work), then an unknown topic, then an unreachable name
+    server; any other failure is named by its kinds; nothing failing is a round not applied yet."""
+    reason = why_not_ready(codes)
+    routes = {kind[len("route of ") :]: code for kind, code in codes.items() if kind.startswith("route of ")}
+    if any(code in ("PERMISSION_DENIED", "UNAUTHENTICATED") for code in codes.values()):
+        assert reason.startswith("permission denied (")
+    elif "NOT_FOUND" in routes.values():
+        assert reason == "topic unknown to the name server: " + ", ".join(
+            t for t, c in routes.items() if c == "NOT_FOUND"
+        )
+    elif any(code in ("UNAVAILABLE", "DEADLINE_EXCEEDED") for code in routes.values()):
+        assert reason == "name server unreachable"
+    elif codes:
+        assert reason == "failing: " + ", ".join(codes)
+    else:
+        assert reason.startswith("no rebalance round")
