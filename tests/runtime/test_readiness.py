@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import MessageModel, MessageQueue
 from rocket_rebalance.runtime.async_consumer import AsyncPullConsumer, AsyncPushConsumer
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.pull_consumer import PullConsumer
@@ -123,3 +124,24 @@ def test_waiting_on_a_consumer_not_started_or_with_a_bad_timeout_is_refused(
     consumer = PushConsumer("127.0.0.1:1", "GID_idle", topics=["TopicTest"])
     with pytest.raises((RuntimeError, ValueError)):
         call(consumer)
+
+
+def test_a_broadcasting_consumer_and_an_assigned_one_are_ready_with_their_queues(
+    start_stub: StartStub, tmp_path: Path
+) -> None:
+    """A BROADCASTING consumer reads no member list (every queue is its own), and a pull consumer given its
+    queues by ``assign()`` does no rebalance for others: both are ready once they hold what they were given."""
+    address = GRPC_SCHEME + start_stub().address
+    broadcasting = PushConsumer(
+        address,
+        "GID_ready_bc",
+        topics=["TopicTest"],
+        message_model=MessageModel.BROADCASTING,
+        offset_file=tmp_path / "offsets.json",
+    )
+    with broadcasting:
+        assert broadcasting.wait_for_assignment(WAIT)["TopicTest"] == TOPIC_QUEUES
+    assigned = PullConsumer(address, "GID_ready_assigned")
+    assigned.assign([MessageQueue("TopicTest", "broker-b", 2)])
+    with assigned:
+        assert assigned.wait_for_assignment(WAIT)["TopicTest"] == {MessageQueue("TopicTest", "broker-b", 2)}
