@@ -125,7 +125,7 @@ _CONFIG_KNOBS = frozenset(field.name for field in fields(RebalanceConfig)) & Con
     "fenced_handover",
 }
 """The options that go to :class:`RebalanceConfig` as given (the intervals and the rules' knobs); the rest of its
-fields are read above, or set by the consumer itself (``push_consumer``, ``confirm_revoke``)."""
+fields are read by ConsumerBase.__init__, or set by the consumer itself (``push_consumer``, ``confirm_revoke``)."""
 
 
 def _strategy(consumer: type, strategy: object) -> AllocateMessageQueueStrategy:
