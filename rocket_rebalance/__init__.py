@@ -8,6 +8,7 @@ runtime when first used, so ``import rocket_rebalance`` loads neither grpc nor p
   listener; ``ConsumeResult`` and ``Reconsume`` are a listener's answers, ``Message`` what it receives.
 - ``PullConsumer`` and ``AsyncPullConsumer``: you poll the queues the group gives this member and commit offsets.
 - ``RebalanceListener``: told of queues assigned and revoked.
+- ``ConsumerNotReadyError``: what ``wait_for_assignment(timeout)`` raises when the queues did not come in time.
 
 The library logs to the ``rocket_rebalance`` logger, which has a ``NullHandler``: configure logging to see it.
 """
@@ -41,12 +42,14 @@ if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on fi
     from rocket_rebalance.runtime.consumer import PushConsumer
     from rocket_rebalance.runtime.listener import ConsumeResult, RebalanceListener, Reconsume
     from rocket_rebalance.runtime.pull_consumer import PullConsumer
+    from rocket_rebalance.runtime.settings import ConsumerNotReadyError
     from rocket_rebalance.runtime.transport import Message
 
 _LAZY = {
     "AsyncPullConsumer": "rocket_rebalance.runtime.async_consumer",
     "AsyncPushConsumer": "rocket_rebalance.runtime.async_consumer",
     "ConsumeResult": "rocket_rebalance.runtime.listener",
+    "ConsumerNotReadyError": "rocket_rebalance.runtime.settings",
     "Message": "rocket_rebalance.runtime.transport",
     "PullConsumer": "rocket_rebalance.runtime.pull_consumer",
     "PushConsumer": "rocket_rebalance.runtime.consumer",
@@ -82,6 +85,7 @@ __all__ = [
     "AsyncPushConsumer",
     "ConsumeFromWhere",
     "ConsumeResult",
+    "ConsumerNotReadyError",
     "DuplicateClientIdWarning",
     "Message",
     "MessageModel",

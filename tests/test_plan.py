@@ -20,7 +20,6 @@ def all_strategies() -> list[AllocateMessageQueueStrategy]:
         create_strategy("CONSISTENT_HASH"),
         create_strategy("CONSISTENT_HASH", virtual_node_count=0),
         create_strategy("CONFIG", message_queues=[MessageQueue("T", "b", 0)]),
-        create_strategy("CONFIG"),
         create_strategy("MACHINE_ROOM", consumer_idcs={"hz", "sh"}),
         create_strategy("MACHINE_ROOM_NEARBY", inner=create_strategy("AVG")),
         create_strategy("MACHINE_ROOM_NEARBY", inner=create_strategy("CONSISTENT_HASH", virtual_node_count=3)),

@@ -235,6 +235,7 @@ class _Session:
         self.options = options
         self.work = args.work_ms / 1000
         self.held: dict[str, set[MessageQueue]] = {}  # a pull consumer's queues, per topic, as its listener heard
+        self.failing: dict[str, str] = {}  # what health reported failing at the last look, by kind
 
     def topic(self, name: str) -> str:
         """A topic as the command line named it: without ``--namespace``."""
@@ -260,6 +261,16 @@ class _Session:
         for topic in sorted({mq.topic for mq in queues}):
             queue_names = _queue_names(sort_queues(self.held[topic]))
             _emit("owned", client=self.client_id, topic=self.topic(topic), queues=queue_names)
+
+    def look_at_health(self, problems: dict[str, str]) -> None:
+        """A ``problem`` line for each kind that began failing since the last look (a wrong address, an unknown
+        topic: otherwise only stderr and ``consumed 0`` would tell) and a ``works again`` line for each that
+        stopped, so whoever reads stdout sees the consumer's state change, not only its counts."""
+        for kind in sorted(problems.keys() - self.failing.keys()):
+            _emit("problem", client=self.client_id, kind=kind, error=problems[kind])
+        for kind in sorted(self.failing.keys() - problems.keys()):
+            _emit("works again", client=self.client_id, kind=kind)
+        self.failing = problems
 
     def push_options(self, listener: Callable[[list[Message]], Any]) -> dict[str, Any]:
         """A push consumer's: the listener, the queue listener that reports its allocation, orderly or not."""
@@ -336,7 +347,8 @@ class _Session:
                 if batch:
                     consumer.commit()
             else:
-                stop.wait(self.args.report_interval)
+                stop.wait(min(self.args.report_interval, 0.5))
+            self.look_at_health(consumer.problems)
             if time.monotonic() - reported >= self.args.report_interval:
                 reported = time.monotonic()
                 _emit("consumed", client=self.client_id, total=consumer.consumed)
@@ -383,9 +395,10 @@ class _Session:
                     await consumer.commit()
             else:
                 try:
-                    await asyncio.wait_for(stop.wait(), self.args.report_interval)
+                    await asyncio.wait_for(stop.wait(), min(self.args.report_interval, 0.5))
                 except TimeoutError:
                     pass
+            self.look_at_health(consumer.problems)
             if time.monotonic() - reported >= self.args.report_interval:
                 reported = time.monotonic()
                 _emit("consumed", client=self.client_id, total=consumer.consumed)

@@ -15,20 +15,59 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any
+from typing import Unpack
 
 from rocket_rebalance.model import MessageQueue, check_duration
 from rocket_rebalance.runtime.async_engine import AsyncEngine
 from rocket_rebalance.runtime.consumer import ConsumerBase
 from rocket_rebalance.runtime.offset_store import read_steps
+from rocket_rebalance.runtime.options import ConsumerOptions, PushOptions
 from rocket_rebalance.runtime.pull_consumer import PullBase, _check_poll
 from rocket_rebalance.runtime.settings import MessageListener, QueueListener
 from rocket_rebalance.runtime.steps import run_async
 from rocket_rebalance.runtime.transport import AsyncTransport, Message
 
 __all__ = ["AsyncPullConsumer", "AsyncPushConsumer"]
+
+
+def _dropped(consumer: ConsumerBase[AsyncEngine], shutting_down: bool) -> None:
+    """A consumer garbage-collected while started and not shut down (``asyncio.run()`` ended without
+    ``shutdown()``, or the object was let go): a ``ResourceWarning``, as asyncio gives for an unclosed transport,
+    and the shutdown scheduled on its loop when that still runs, so the brokers hear it leave (else they drop it
+    after their channel expiry, two minutes, and the group rebalances only then). When ``asyncio.run()`` is what
+    ends, the loop is still running here, but ``asyncio.run()`` cancels the scheduled shutdown with every other
+    task: the warning is all that is left to give then."""
+    engine = getattr(consumer, "_engine", None)  # None too when the constructor raised
+    if engine is None or shutting_down:
+        return
+    then = (
+        "its shutdown is scheduled on its loop"
+        if engine.shutdown_soon()
+        else "its loop has ended: the brokers drop it after their channel expiry"
+    )
+    warnings.warn(
+        f"unclosed {type(consumer).__name__} {consumer.client_id} of {consumer.config.consumer_group} ({then}): "
+        "await shutdown(), or use async with",
+        ResourceWarning,
+        source=consumer,
+        stacklevel=2,
+    )
+
+
+async def _wait(
+    consumer: ConsumerBase[AsyncEngine], timeout: float, pause: Callable[[float], Awaitable[object]]
+) -> dict[str, frozenset[MessageQueue]]:
+    """An asyncio consumer's ``wait_for_assignment``: the threaded :func:`~rocket_rebalance.runtime.consumer.
+    wait_blocking`, each pause awaited."""
+    looks = consumer._looks(timeout)
+    try:
+        while True:
+            await pause(next(looks))
+    except StopIteration as ready:
+        return ready.value  # type: ignore[no-any-return]
 
 
 class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
@@ -45,7 +84,7 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         listener: MessageListener | None = None,
         queue_listener: QueueListener | None = None,
         transport: AsyncTransport | None = None,
-        **options: Any,
+        **options: Unpack[PushOptions],
     ) -> None:
         super().__init__(
             namesrv_addr, consumer_group, asynchronous=True, push=listener is not None, transport=transport, **options
@@ -54,6 +93,9 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         self._queue_listener = queue_listener
         self._stopping: asyncio.Task[bool] | None = None
 
+    def __del__(self) -> None:
+        _dropped(self, getattr(self, "_stopping", None) is not None)
+
     async def __aenter__(self) -> AsyncPushConsumer:
         await self.start()
         return self
@@ -61,6 +103,12 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        """Shut down; after a cancellation at once, not waiting for listener calls in flight (the shutdown would
+        otherwise wait up to its timeout for an ``async def`` listener that the cancelled application no longer
+        waits for): they are cancelled and their batches go back, as at a consume timeout."""
+        engine = self._engine
+        if isinstance(error, asyncio.CancelledError) and engine is not None and engine.dispatch is not None:
+            engine.dispatch.cut_short()
         await self.shutdown()
 
     async def start(self) -> None:
@@ -72,6 +120,10 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         engine = AsyncEngine(listener=listener, queue_listener=self._queue_listener, **self._engine_args())
         self._started(engine)
         await engine.start()
+
+    async def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
+        """The threaded :meth:`~rocket_rebalance.runtime.consumer.PushConsumer.wait_for_assignment`, awaited."""
+        return await _wait(self, timeout, asyncio.sleep)
 
     async def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close; True when
@@ -103,10 +155,21 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
     transport: AsyncTransport
 
     def __init__(
-        self, namesrv_addr: str, consumer_group: str, *, transport: AsyncTransport | None = None, **options: Any
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        auto_commit: bool = True,
+        transport: AsyncTransport | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> None:
-        super().__init__(namesrv_addr, consumer_group, asynchronous=True, transport=transport, **options)
+        super().__init__(
+            namesrv_addr, consumer_group, asynchronous=True, auto_commit=auto_commit, transport=transport, **options
+        )
         self._callbacks_lock = asyncio.Lock()
+
+    def __del__(self) -> None:
+        _dropped(self, getattr(self, "_closed", True))
 
     async def __aenter__(self) -> AsyncPullConsumer:
         await self.start()
@@ -150,6 +213,17 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
                 await asyncio.wait_for(engine.ready.wait(), left)
             except TimeoutError:
                 return []
+
+    async def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
+        """The threaded :meth:`~rocket_rebalance.runtime.pull_consumer.PullConsumer.wait_for_assignment`,
+        awaited: the rebalance callbacks due meanwhile are awaited here."""
+        engine = self._running()
+
+        async def pause(seconds: float) -> None:
+            await self._run_callbacks(engine)
+            await asyncio.sleep(seconds)
+
+        return await _wait(self, timeout, pause)
 
     async def _run_callbacks(self, engine: AsyncEngine) -> None:
         async with self._callbacks_lock:

@@ -87,6 +87,19 @@ class AsyncEngine(Driver):
             clean = False
         return await self.finish_shutdown(deadline) and clean
 
+    def shutdown_soon(self, timeout: float = 15.0) -> bool:
+        """Schedule :meth:`shutdown` on the engine's loop, from anywhere (a dropped consumer's finalizer): True
+        when the loop still runs to carry it out (the unregister included, if the loop lives that long)."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or not loop.is_running():
+            return False
+
+        async def shutdown() -> None:
+            await self.shutdown(timeout)  # its answer is for no one: the consumer is gone
+
+        loop.call_soon_threadsafe(lambda: self._track(shutdown()))
+        return True
+
     def begin_shutdown(self) -> None:
         """Ask the core to release every queue (the first half of :meth:`shutdown`, for a consumer that must run
         callbacks itself while it waits: a pull consumer's ``close()``)."""

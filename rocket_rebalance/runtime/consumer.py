@@ -16,11 +16,10 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import fields, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Unpack
 
 from rocket_rebalance.core import RebalanceConfig, default_consume_timestamp_ms
 from rocket_rebalance.model import (
@@ -39,26 +38,34 @@ from rocket_rebalance.model import (
 )
 from rocket_rebalance.runtime.driver import Driver
 from rocket_rebalance.runtime.engine import Engine
-from rocket_rebalance.runtime.health import ErrorHook
 from rocket_rebalance.runtime.listener import RebalanceListener
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.offset_store import (
     BrokerOffsets,
     LocalFileOffsetStore,
-    OffsetStore,
     default_offset_path,
 )
-from rocket_rebalance.runtime.settings import EngineSettings, MessageListener, QueueListener
+from rocket_rebalance.runtime.options import ConsumerOptions, PushOptions, check_option_names
+from rocket_rebalance.runtime.settings import ConsumerNotReadyError, MessageListener, QueueListener
 from rocket_rebalance.runtime.steps import Steps, call, run
 from rocket_rebalance.runtime.transport import AsyncTransport, Message, Transport, TransportError
 from rocket_rebalance.runtime.transport.wire import open_async_transport, open_transport
-from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
+from rocket_rebalance.strategies import STRATEGY_NAMES, AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.subscription import TAG, SubscriptionExpression, subscriptions_from
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-__all__ = ["WAIT_INTERVAL_ENV", "ConsumerBase", "MetricsUnavailableError", "PushConsumer", "default_client_id"]
+__all__ = [
+    "READY_CHECK_INTERVAL",
+    "WAIT_INTERVAL_ENV",
+    "ConsumerBase",
+    "MetricsUnavailableError",
+    "PushConsumer",
+    "default_client_id",
+    "wait_blocking",
+    "why_not_ready",
+]
 
 
 class MetricsUnavailableError(ImportError):
@@ -109,6 +116,70 @@ def _number_or_text(text: str) -> float | str:
         return text
 
 
+_CONFIG_KNOBS = frozenset(field.name for field in fields(RebalanceConfig)) & ConsumerOptions.__optional_keys__ - {
+    "client_id",
+    "message_model",
+    "consume_from_where",
+    "consume_timestamp_ms",
+    "strategy",
+    "fenced_handover",
+}
+"""The options that go to :class:`RebalanceConfig` as given (the intervals and the rules' knobs); the rest of its
+fields are read by ConsumerBase.__init__, or set by the consumer itself (``push_consumer``, ``confirm_revoke``)."""
+
+
+def _strategy(consumer: type, strategy: object) -> AllocateMessageQueueStrategy:
+    """The strategy a consumer is given: an object with ``name`` and ``allocate``, or a name for
+    :func:`create_strategy` (an unknown one is its ``UnknownStrategyError``); anything else is refused here, at
+    the constructor, rather than as an ``AttributeError`` in the first rebalance."""
+    if isinstance(strategy, str):
+        return create_strategy(strategy)
+    if isinstance(strategy, AllocateMessageQueueStrategy):
+        return strategy
+    raise TypeError(
+        f"{consumer.__name__}(strategy=...) takes a strategy object (with name and allocate) or a name "
+        f"({', '.join(STRATEGY_NAMES)}), got {type(strategy).__name__}"
+    )
+
+
+_UNREACHABLE = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
+_DENIED = frozenset({"PERMISSION_DENIED", "UNAUTHENTICATED"})
+READY_CHECK_INTERVAL = 0.05
+"""Seconds between two looks at the engine while ``wait_for_assignment`` waits (a snapshot in its service
+context: cheap, and the wait is once per start)."""
+
+
+def why_not_ready(codes: Mapping[str, str]) -> str:
+    """What keeps a consumer from its queues, from health's failing kinds and their errors' codes
+    (:meth:`Health.codes`): a refused permission first (nothing else can work), then an unknown topic, then a
+    name server that does not answer."""
+    denied = [kind for kind, code in codes.items() if code in _DENIED]
+    if denied:
+        return f"permission denied ({', '.join(denied)})"
+    routes = {kind.removeprefix("route of "): code for kind, code in codes.items() if kind.startswith("route of ")}
+    unknown = [topic for topic, code in routes.items() if code == "NOT_FOUND"]
+    if unknown:
+        return f"topic unknown to the name server: {', '.join(unknown)}"
+    if any(code in _UNREACHABLE for code in routes.values()):
+        return "name server unreachable"
+    if codes:
+        return f"failing: {', '.join(codes)}"
+    return "no rebalance round has read every topic's member list and applied its allocation yet"
+
+
+def wait_blocking(
+    consumer: ConsumerBase[Any], timeout: float, pause: Callable[[float], object]
+) -> dict[str, frozenset[MessageQueue]]:
+    """A threaded consumer's ``wait_for_assignment``: :meth:`ConsumerBase._looks`, each pause slept by
+    ``pause(seconds)`` (a pull consumer runs its due rebalance callbacks meanwhile)."""
+    looks = consumer._looks(timeout)
+    try:
+        while True:
+            pause(next(looks))
+    except StopIteration as ready:
+        return ready.value  # type: ignore[no-any-return]
+
+
 def default_client_id(unit_name: str | None = None) -> str:
     """``ip@pid#nanotime``: unique per process, as the Java client makes the default instance name unique."""
     return build_client_id(_local_ip(), f"{os.getpid()}#{time.monotonic_ns()}", unit_name)
@@ -127,9 +198,10 @@ class ConsumerBase(Generic[E]):
 
     ``on_error(kind, error)`` hears of the failures the consumer retries as the log does: the first of a kind, then
     at most every 30 s per kind, and each new type of error at once (``healthy`` and ``describe()`` say what is
-    failing now). Intervals (``rebalance_interval``,
-    ``persist_interval`` ...) and other :class:`RebalanceConfig` fields may be passed as keyword arguments; defaults
-    are the Java client's. ``rebalance_listener`` (a :class:`~rocket_rebalance.runtime.listener.RebalanceListener`)
+    failing now). Every option is listed, typed and described once, in
+    :mod:`rocket_rebalance.runtime.options` (intervals such as ``rebalance_interval`` included; defaults are the
+    Java client's); an unknown one is a ``TypeError`` naming the consumer class. ``rebalance_listener`` (a
+    :class:`~rocket_rebalance.runtime.listener.RebalanceListener`)
     hears each queue assigned, revoked and lost. ``metrics=True`` exposes this consumer's metrics through
     ``prometheus_client``'s default registry, ``metrics=registry`` through that registry (see
     :mod:`rocket_rebalance.runtime.prometheus`); off by default, and then ``prometheus_client`` is never loaded.
@@ -140,6 +212,9 @@ class ConsumerBase(Generic[E]):
     (``MessageQueue``: a message's ``queue``, the queue and rebalance listeners', ``owned_queues()``' values) keep
     the wire's topic, as Java gives them; a pull consumer's methods that take queues take them named either way."""
 
+    _option_names: ClassVar[frozenset[str]] = PushOptions.__optional_keys__
+    """The options this class takes (``**options`` of :class:`~rocket_rebalance.runtime.options.PushOptions`)."""
+
     def __init__(
         self,
         namesrv_addr: str,
@@ -147,43 +222,27 @@ class ConsumerBase(Generic[E]):
         *,
         asynchronous: bool,
         push: bool,
-        topics: Iterable[str] | Mapping[str, str | SubscriptionExpression] = (),
-        strategy: AllocateMessageQueueStrategy | None = None,
-        message_model: MessageModel = MessageModel.CLUSTERING,
-        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-        consume_orderly: bool = False,
-        fenced_handover: bool = True,
-        client_id: str | None = None,
-        token: str | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        security_token: str | None = None,
-        tls: bool = False,
-        tls_ca_file: str | os.PathLike[str] | None = None,
-        tls_cert_file: str | os.PathLike[str] | None = None,
-        tls_key_file: str | os.PathLike[str] | None = None,
-        tls_verify: bool = True,
-        offset_file: Path | None = None,
-        reset_offsets: bool = False,
         transport: Transport | AsyncTransport | None = None,
-        offset_store: OffsetStore | BrokerOffsets | None = None,
-        settings: EngineSettings | None = None,
-        on_error: ErrorHook | None = None,
-        metrics: bool | CollectorRegistry = False,
-        rebalance_listener: RebalanceListener | None = None,
-        namespace: str | None = None,
-        **config: Any,
+        **options: Unpack[PushOptions],
     ) -> None:
-        self.namespace = check_namespace(namespace)
+        check_option_names(type(self), options, self._option_names)
+        self.namespace = check_namespace(options.get("namespace"))
         consumer_group = check_group_name(self._wire_name(check_group_name(consumer_group)))
-        self._subscriptions = {self._wire_topic(topic): expr for topic, expr in subscriptions_from(topics).items()}
-        self.client_id = client_id or default_client_id()
+        self._subscriptions = {
+            self._wire_topic(topic): expr for topic, expr in subscriptions_from(options.get("topics", ())).items()
+        }
+        self.client_id = options.get("client_id") or default_client_id()
+        given: Mapping[str, Any] = options
+        config = {name: given[name] for name in _CONFIG_KNOBS if name in given}
         waited = os.environ.get(WAIT_INTERVAL_ENV)
         if "rebalance_interval" not in config and waited:
             config["rebalance_interval"] = check_duration(WAIT_INTERVAL_ENV, _number_or_text(waited))
+        message_model = options.get("message_model", MessageModel.CLUSTERING)
+        consume_from_where = options.get("consume_from_where", ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
         timestamp = None
         if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            timestamp = int(config.pop("consume_timestamp_ms", default_consume_timestamp_ms(int(time.time() * 1000))))
+            timestamp = int(options.get("consume_timestamp_ms", default_consume_timestamp_ms(int(time.time() * 1000))))
+        rebalance_listener = options.get("rebalance_listener")
         if rebalance_listener is not None and not isinstance(rebalance_listener, RebalanceListener):
             raise TypeError(
                 f"rebalance_listener must be a RebalanceListener (subclass it), got {type(rebalance_listener).__name__}"
@@ -192,36 +251,45 @@ class ConsumerBase(Generic[E]):
             consumer_group=consumer_group,
             client_id=self.client_id,
             message_model=message_model,
-            consume_orderly=consume_orderly,
+            consume_orderly=options.get("consume_orderly", False),
             consume_from_where=consume_from_where,
             consume_timestamp_ms=timestamp,
-            strategy=strategy or create_strategy("AVG"),
-            fenced_handover=fenced_handover,
+            strategy=_strategy(type(self), options.get("strategy", "AVG")),
+            fenced_handover=options.get("fenced_handover", True),
             push_consumer=push,
             confirm_revoke=rebalance_listener is not None,
             **config,
         )
-        credentials = _credentials(access_key, secret_key, security_token)
+        credentials = _credentials(options.get("access_key"), options.get("secret_key"), options.get("security_token"))
         if transport is not None and credentials is not None:
             raise ValueError("access_key and secret_key are for the transport the consumer opens, not a given one")
-        tls_settings = _tls(tls, tls_ca_file, tls_cert_file, tls_key_file, tls_verify)
+        tls_settings = _tls(
+            options.get("tls", False),
+            options.get("tls_ca_file"),
+            options.get("tls_cert_file"),
+            options.get("tls_key_file"),
+            options.get("tls_verify", True),
+        )
         if transport is not None and tls_settings is not None:
             raise ValueError("the tls options are for the transport the consumer opens, not a given one")
         opener = open_async_transport if asynchronous else open_transport
-        self.transport = transport or opener(namesrv_addr, token=token, credentials=credentials, tls=tls_settings)
+        self.transport = transport or opener(
+            namesrv_addr, token=options.get("token"), credentials=credentials, tls=tls_settings
+        )
+        offset_store = options.get("offset_store")
         if offset_store is None:
             if message_model is MessageModel.BROADCASTING:
-                path = offset_file or default_offset_path(self.client_id, consumer_group)
-                offset_store = LocalFileOffsetStore(path, reset=reset_offsets)
+                path = options.get("offset_file") or default_offset_path(self.client_id, consumer_group)
+                offset_store = LocalFileOffsetStore(path, reset=options.get("reset_offsets", False))
             else:  # on the consumer's own wire, threaded or asyncio
                 offset_store = BrokerOffsets(consumer_group, self.client_id)
         self._offset_store = offset_store
-        self._settings = settings
-        self._on_error = on_error
+        self._settings = options.get("settings")
+        self._on_error = options.get("on_error")
         self._rebalance_listener = rebalance_listener
         self._engine: E | None = None
         self._closed = False
-        self._metrics_registry = self._check_metrics(metrics)
+        self._metrics_registry = self._check_metrics(options.get("metrics", False))
         self._metrics: ConsumeMetrics | None = None
         self._remove_metrics: Callable[[], None] | None = None
 
@@ -345,6 +413,26 @@ class ConsumerBase(Generic[E]):
         owned = {} if self._engine is None else self._engine.owned()
         return {self._user_name(topic): queues for topic, queues in owned.items()}
 
+    def _looks(self, timeout: float) -> Generator[float, None, dict[str, frozenset[MessageQueue]]]:
+        """``wait_for_assignment`` once, for a blocking and an async caller alike: it yields the seconds to pause
+        between two looks at the engine (:meth:`Driver.settled`) and returns ``owned_queues()`` once settled, or
+        raises :class:`ConsumerNotReadyError` with what health knows after ``timeout``."""
+        check_duration("timeout", timeout, zero=True)
+        if self._closed:
+            raise RuntimeError(f"this {type(self).__name__} is shut down")
+        engine = self._engine
+        if engine is None:
+            raise RuntimeError("start() the consumer first")
+        deadline = time.monotonic() + timeout
+        while not engine.settled():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                name = f"{type(self).__name__} of {self._user_name(self.config.consumer_group)}"
+                reason = why_not_ready(engine.health.codes())
+                raise ConsumerNotReadyError(name, timeout, reason, engine.health.report())
+            yield min(left, READY_CHECK_INTERVAL)
+        return self.owned_queues()
+
     def describe(self) -> dict[str, object]:
         """What the engine is doing now (rounds, next wake-up, each queue's state), for diagnosis; the names in it
         are the wire's, and ``namespace`` says which one wraps them."""
@@ -356,6 +444,12 @@ class ConsumerBase(Generic[E]):
         """False while something keeps failing (a route, a heartbeat, pulls, offset writes ...): see
         ``describe()["problems"]``; failures also reach ``on_error(kind, error)`` and the log."""
         return self._engine is not None and self._engine.health.healthy
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """What fails now, by kind (``route of T``, ``heartbeat``, ``pull`` ...): its last error, how often, for how
+        long; empty while ``healthy`` (``describe()["problems"]`` without asking the engine's service context)."""
+        return {} if self._engine is None else self._engine.health.report()
 
     @property
     def consumed(self) -> int:
@@ -383,7 +477,7 @@ class PushConsumer(ConsumerBase[Engine]):
         listener: MessageListener | None = None,
         queue_listener: QueueListener | None = None,
         transport: Transport | None = None,
-        **options: Any,
+        **options: Unpack[PushOptions],
     ) -> None:
         super().__init__(
             namesrv_addr, consumer_group, asynchronous=False, push=listener is not None, transport=transport, **options
@@ -412,6 +506,13 @@ class PushConsumer(ConsumerBase[Engine]):
         engine = Engine(listener=listener, queue_listener=self._queue_listener, **self._engine_args())
         self._started(engine)
         engine.start()
+
+    def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
+        """Wait until the consumer holds its queues (or knows it holds none: the group has more members than
+        queues) and return them (``owned_queues()``); after ``timeout`` seconds raise
+        :class:`~rocket_rebalance.runtime.settings.ConsumerNotReadyError` naming what failed. Without this call
+        the consumer is as resilient as Java's: it retries for ever, and health says what fails."""
+        return wait_blocking(self, timeout, time.sleep)
 
     def shutdown(self, timeout: float = 15.0) -> bool:
         """Stop taking messages, finish in-flight ones (bounded), persist offsets, unregister, close.

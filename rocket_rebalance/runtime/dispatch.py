@@ -49,6 +49,7 @@ from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.pulling import Pulling, QueueRun
 from rocket_rebalance.runtime.service import Service
 from rocket_rebalance.runtime.settings import (
+    ConsumeCancelledError,
     ConsumeTimeoutError,
     ListenerError,
     ListenerResultError,
@@ -164,13 +165,15 @@ class Dispatch:
         ``dict.pop`` is atomic, which is what decides who acts on a batch)."""
         self._overdue: list[_Call] = []  # calls past the timeout whose listener has not returned yet
         self._watching = False
+        self._scopes: set[asyncio.Timeout] = set()  # the running ``async def`` calls' timeouts (see cut_short)
+        self._cut = False
         pulling.hand_out = self.dispatch
 
     def dispatch(self, mq: MessageQueue) -> None:
         """Hand buffered messages to the consume pool, several batches to a task, while the core says the queue
-        may give them out."""
+        may give them out; none once :meth:`cut_short`."""
         run = self._runs.get(mq)
-        if run is None:
+        if run is None or self._cut:
             return
         service = self._service
         core = service.core
@@ -318,9 +321,13 @@ class Dispatch:
             unsent = yield from self._send_back(again, delay_level, limit)
             dead, again = again[: len(again) - len(unsent)], unsent
             retrying = f"retrying here in {service.settings.retry_delay:g} s"
+        if self._cut:
+            retrying = "left to the queue's next owner"
         if error is not None:
             then = "; ".join(filter(None, [self._where_sent(dead, delay_level), retrying if again else ""]))
-            traceback = not isinstance(error, ListenerResultError | UnreadableBodyError | ConsumeTimeoutError)
+            traceback = not isinstance(
+                error, ListenerResultError | UnreadableBodyError | ConsumeTimeoutError | ConsumeCancelledError
+            )
             service.health.failed(kind, ListenerError(mq, batch, then, error), traceback=traceback)
         return _Outcome(done + dead, again, answer.consumed, suspend)
 
@@ -332,12 +339,27 @@ class Dispatch:
     async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
         timeout = self._service.settings.consume_timeout
         try:
-            async with asyncio.timeout(timeout) as scope:
-                return await awaitable
+            async with asyncio.timeout(0 if self._cut else timeout) as scope:
+                self._scopes.add(scope)
+                try:
+                    return await awaitable
+                finally:
+                    self._scopes.discard(scope)
         except TimeoutError:
+            if scope.expired() and self._cut:
+                raise ConsumeCancelledError("cancelled: the task in `async with` the consumer was cancelled") from None
             if scope.expired():
                 raise ConsumeTimeoutError(f"cancelled after consume_timeout {timeout:g} s") from None
             raise
+
+    def cut_short(self) -> None:
+        """(On the loop.) Cancel the ``async def`` listener calls running now and any started from here, as their
+        timeout would, and hand out nothing more: each batch goes back (retry topic, or the queue's next owner),
+        so a shutdown after a cancellation does not wait for listeners the application no longer waits for."""
+        self._cut = True
+        now = asyncio.get_running_loop().time()
+        for scope in list(self._scopes):
+            scope.reschedule(now)
 
     def _mistake(self, value: object) -> ListenerResultError | None:
         """A return value that is not an answer: said once per listener (None after that)."""
@@ -433,6 +455,9 @@ class Dispatch:
         ``retry_delay`` while the queue is ours; once it is not, return it undelivered (the next owner has it)."""
         service = self._service
         run.busy += 1
+        if self._cut:  # nothing is given to the listener any more: the queue's next owner has the batch
+            self._chunk_done(mq, run, _Chunk(returned=batch))
+            return
 
         def retry() -> None:
             if self._runs.get(mq) is not run or run.stopped:

@@ -66,7 +66,7 @@ from rocket_rebalance.core import (
     WakeAt,
 )
 from rocket_rebalance.core.events import Event
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, MessageModel, MessageQueue
 from rocket_rebalance.runtime.brokers import Brokers
 from rocket_rebalance.runtime.callbacks import News, RebalanceCallbacks
 from rocket_rebalance.runtime.dispatch import Dispatch, consume_directly
@@ -469,6 +469,28 @@ class Driver(ABC):
             views.append(take_view(self.core, cached, time.monotonic()))
 
         return views[0] if self.on_service(snapshot) and views else None
+
+    def settled(self) -> bool:
+        """Has a round read the member list of every subscribed topic and applied its allocation (every queue it
+        gave us started, every queue it took released)? Then the consumer holds its queues, or knows it holds none
+        (more members than queues). A BROADCASTING consumer reads no member list: each topic's queues (its whole
+        route) allocated is its answer. The retry topic does not count: its route exists only once a broker saw
+        our first heartbeat, and its queues are the user's topics' retries. False also when the service context
+        does not answer within 5 s."""
+        answer: list[bool] = []
+        broadcasting = self.config.message_model is MessageModel.BROADCASTING
+
+        def snapshot() -> None:
+            topics = [topic for topic in self.core.topics if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)]
+            applied = next((r for r in reversed(self.core.history.rounds) if r.applied_at is not None), None)
+            if applied is None:
+                answer.append(False)
+            elif broadcasting:
+                answer.append(all(self.core.allocated(topic) for topic in topics))
+            else:
+                answer.append(all(applied.members.get(topic) is not None for topic in topics))
+
+        return self.on_service(snapshot) and answer[0]
 
     def owned(self) -> dict[str, frozenset[MessageQueue]]:
         """What the queue listener was last told, per topic (safe to call from any thread: a snapshot). Once

@@ -36,6 +36,7 @@ ErrorHook = Callable[[str, Exception], None]
 @dataclass
 class _Problem:
     message: str
+    code: str  # the latest error's ``code`` (a TransportError's: NOT_FOUND, UNAVAILABLE ...), else ""
     count: int
     since: float
     last: float
@@ -76,9 +77,9 @@ class Health:
         with self._lock:
             problem = self._problems.get(kind)
             if problem is None:
-                problem = self._problems[kind] = _Problem(message, 0, now, now, now - self._quiet)
+                problem = self._problems[kind] = _Problem(message, "", 0, now, now, now - self._quiet)
             problem.count += 1
-            problem.message, problem.last = message, now
+            problem.message, problem.code, problem.last = message, str(getattr(error, "code", "")), now
             somewhere_new = at is not None and at not in problem.places
             if at is not None:
                 problem.places.add(at)
@@ -131,3 +132,10 @@ class Health:
                 f"({p.count} failures over {now - p.since:.0f} s)"
                 for kind, p in sorted(self._problems.items())
             }
+
+    def codes(self) -> dict[str, str]:
+        """Each failing kind's latest error code (``""`` for an error without one), for a caller that classifies
+        them: a consumer that was not ready in time says why. Codes, not the errors: an error's traceback would
+        keep what its frames held (a listener's batch) alive for as long as the kind fails."""
+        with self._lock:
+            return {kind: p.code for kind, p in sorted(self._problems.items())}

@@ -26,15 +26,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from rocket_rebalance.model import MessageModel, MessageQueue, check_duration
-from rocket_rebalance.runtime.consumer import ConsumerBase, E
+from rocket_rebalance.runtime.consumer import ConsumerBase, E, wait_blocking
 from rocket_rebalance.runtime.engine import Engine
 from rocket_rebalance.runtime.offset_store import read_steps
+from rocket_rebalance.runtime.options import ConsumerOptions
 from rocket_rebalance.runtime.polling import check_seek_offset
 from rocket_rebalance.runtime.steps import Steps, call, run
-from rocket_rebalance.runtime.transport import AdminTransport, Message, Transport
+from rocket_rebalance.runtime.transport import AdminTransport, AsyncTransport, Message, Transport
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = ["AssignedQueues", "PullBase", "PullConsumer"]
@@ -71,12 +72,25 @@ class PullBase(ConsumerBase[E]):
     """What the threaded and the asyncio pull consumers share (see the module docstring). ``auto_commit``: polled
     messages count as consumed at once (True, Java's default), or when ``commit()`` is called."""
 
+    _option_names = ConsumerOptions.__optional_keys__
+
     def __init__(
-        self, namesrv_addr: str, consumer_group: str, *, asynchronous: bool, auto_commit: bool = True, **options: Any
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        asynchronous: bool,
+        auto_commit: bool,
+        transport: Transport | AsyncTransport | None,
+        **options: Unpack[ConsumerOptions],
     ) -> None:
         if "listener" in options or "consume_orderly" in options:
-            raise TypeError("a pull consumer takes no listener and is not orderly: poll() hands out the messages")
-        super().__init__(namesrv_addr, consumer_group, asynchronous=asynchronous, push=False, **options)
+            raise TypeError(
+                f"{type(self).__name__} takes no listener and is not orderly: poll() hands out the messages"
+            )
+        super().__init__(
+            namesrv_addr, consumer_group, asynchronous=asynchronous, push=False, transport=transport, **options
+        )
         self.auto_commit = auto_commit
         self._assigned: AssignedQueues | None = None
 
@@ -207,9 +221,17 @@ class PullConsumer(PullBase[Engine]):
     transport: Transport
 
     def __init__(
-        self, namesrv_addr: str, consumer_group: str, *, transport: Transport | None = None, **options: Any
+        self,
+        namesrv_addr: str,
+        consumer_group: str,
+        *,
+        auto_commit: bool = True,
+        transport: Transport | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> None:
-        super().__init__(namesrv_addr, consumer_group, asynchronous=False, transport=transport, **options)
+        super().__init__(
+            namesrv_addr, consumer_group, asynchronous=False, auto_commit=auto_commit, transport=transport, **options
+        )
         self._callbacks_lock = threading.Lock()
 
     def __enter__(self) -> PullConsumer:
@@ -250,6 +272,18 @@ class PullConsumer(PullBase[Engine]):
             if left <= 0:
                 return []
             engine.ready.wait(left)
+
+    def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
+        """The push consumer's :meth:`~rocket_rebalance.runtime.consumer.PushConsumer.wait_for_assignment`;
+        the rebalance callbacks due meanwhile run here, on the caller's thread, as in ``poll()``. The queues
+        include the retry topic's, as Java's lite pull consumer's assignment does."""
+        engine = self._running()
+
+        def pause(seconds: float) -> None:
+            self._run_callbacks(engine)
+            time.sleep(seconds)
+
+        return wait_blocking(self, timeout, pause)
 
     def _run_callbacks(self, engine: Engine) -> None:
         with self._callbacks_lock:

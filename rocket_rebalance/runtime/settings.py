@@ -24,7 +24,9 @@ __all__ = [
     "LOCK_WAIT_KIND",
     "MIB",
     "ClientIdSharedError",
+    "ConsumeCancelledError",
     "ConsumeTimeoutError",
+    "ConsumerNotReadyError",
     "EngineSettings",
     "HandoverStuckError",
     "HandoverWithoutOffsetError",
@@ -61,6 +63,25 @@ class ListenerResultError(TypeError):
 class ConsumeTimeoutError(TimeoutError):
     """A listener call ran past ``consume_timeout``: its batch was sent back to the retry topic and the queue moved
     on (concurrent), or the call was cancelled (``async def``), or the queue waits for it (orderly, threads)."""
+
+
+class ConsumeCancelledError(Exception):
+    """An ``async def`` listener's call was cancelled because the task inside ``async with`` an asyncio push
+    consumer was cancelled: its batch goes back (the retry topic, or the queue's next owner), and the shutdown
+    that follows does not wait for it."""
+
+
+class ConsumerNotReadyError(TimeoutError):
+    """``wait_for_assignment(timeout)`` ran out before the consumer held its queues. ``reason`` names what failed,
+    as health knew it then (``name server unreachable``, ``topic unknown to the name server: T``, ``permission
+    denied ...``, or no round applied yet); ``problems`` is health's report (each failing kind, its last error).
+    The consumer itself keeps running and retrying, as Java's does: shut it down, or wait again."""
+
+    def __init__(self, consumer: str, timeout: float, reason: str, problems: dict[str, str]) -> None:
+        failing = "".join(f"; {kind}: {problem}" for kind, problem in problems.items())
+        super().__init__(f"{consumer} not ready after {timeout:g} s: {reason}{failing}")
+        self.reason = reason
+        self.problems = problems
 
 
 class QueueNotAssignedError(LookupError):

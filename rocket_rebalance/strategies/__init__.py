@@ -18,6 +18,7 @@ from rocket_rebalance.strategies.base import (
     AllocationError,
     CheckedStrategy,
     ConsumerIdcsNotSetError,
+    MessageQueuesNotSetError,
     SizedPlacement,
     plan_group,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "AllocationError",
     "CheckedStrategy",
     "ConsumerIdcsNotSetError",
+    "MessageQueuesNotSetError",
     "HashRing",
     "MachineRoomResolver",
     "PrefixMachineRoomResolver",

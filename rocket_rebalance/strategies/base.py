@@ -19,6 +19,7 @@ __all__ = [
     "AllocationError",
     "CheckedStrategy",
     "ConsumerIdcsNotSetError",
+    "MessageQueuesNotSetError",
     "Owners",
     "SizedPlacement",
     "check_allocate_args",
@@ -40,12 +41,18 @@ class ConsumerIdcsNotSetError(ValueError):
     """MACHINE_ROOM was never given its machine rooms (Java throws a ``NullPointerException`` here)."""
 
 
+class MessageQueuesNotSetError(ValueError):
+    """CONFIG was never given its queues (Java's returns ``null``, which its rebalance takes as no queues: every
+    consumer of the group silently consumes nothing)."""
+
+
 @runtime_checkable
 class AllocateMessageQueueStrategy(Protocol):
     """The protocol of Java's ``AllocateMessageQueueStrategy``; user strategies implement it too.
 
-    ``allocate`` returns the queues ``current_cid`` should own (or ``None``, which the rebalance treats as no
-    queues). A strategy may also offer ``plan_all(consumer_group, mq_all, cid_all)`` returning every consumer's
+    ``allocate`` returns the queues ``current_cid`` should own: a list, empty when there are none for it (Java's may
+    return ``null``, which its rebalance takes as none; ours refuse the misuse that gives it, by name). A strategy
+    may also offer ``plan_all(consumer_group, mq_all, cid_all)`` returning every consumer's
     share at once; :func:`rocket_rebalance.plan.plan` uses it when present.
     """
 
@@ -58,7 +65,7 @@ class AllocateMessageQueueStrategy(Protocol):
         current_cid: str | None,
         mq_all: Sequence[MessageQueue] | None,
         cid_all: Sequence[str] | None,
-    ) -> list[MessageQueue] | None: ...
+    ) -> list[MessageQueue]: ...
 
 
 def _check_sequence(argument: str, value: object) -> None:

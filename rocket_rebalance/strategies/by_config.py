@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rocket_rebalance.model import MessageQueue, QueueList
+from rocket_rebalance.strategies.base import MessageQueuesNotSetError
 
 __all__ = ["AllocateMessageQueueByConfig"]
 
 
 class AllocateMessageQueueByConfig:
-    """CONFIG returns the configured list as configured, whatever it is asked, and never raises (as in Java).
+    """CONFIG returns the configured list as configured, whatever it is asked (as in Java).
 
-    With no list configured it returns ``None``, which the rebalance treats as no queues. Because every consumer
-    gets the same list, queues are shared by all consumers that use it: the operator pins them by hand.
+    With no list configured it raises :class:`MessageQueuesNotSetError` where Java returns ``null`` (which its
+    rebalance takes as no queues, so a forgotten list consumes nothing, silently). Because every consumer gets the
+    same list, queues are shared by all consumers that use it: the operator pins them by hand.
     """
 
     name = "CONFIG"
@@ -28,13 +30,21 @@ class AllocateMessageQueueByConfig:
         current_cid: str | None,
         mq_all: Sequence[MessageQueue] | None,
         cid_all: Sequence[str] | None,
-    ) -> list[MessageQueue] | None:
-        return None if self.message_queues is None else list(self.message_queues)
+    ) -> list[MessageQueue]:
+        return list(self._configured())
+
+    def _configured(self) -> QueueList:
+        if self.message_queues is None:
+            raise MessageQueuesNotSetError(
+                "CONFIG has no message_queues configured (Java returns null, and its consumers consume nothing); "
+                "configure the queues every consumer takes"
+            )
+        return self.message_queues
 
     def plan_all(
         self, consumer_group: str, mq_all: Sequence[MessageQueue] | None, cid_all: Sequence[str] | None
     ) -> dict[str, list[MessageQueue]]:
-        """Every consumer's share: the configured list (``None`` counts as no queues).
+        """Every consumer's share: the configured list (none configured raises, as :meth:`allocate` does).
 
         Java's ``allocate`` hands every consumer the very list it was configured with, so its every-consumer loop
         builds nothing; a dictionary of 1,000 consumers built anew cost four times that loop, and its copy a
@@ -46,7 +56,7 @@ class AllocateMessageQueueByConfig:
         members = cid_all if isinstance(cid_all, tuple) else tuple(cid_all or ())  # a tuple cannot change later
         last = self._last
         if last is None or (last[0] is not members and last[0] != members):
-            last = self._last = (members, dict.fromkeys(members, list(self.message_queues or ())))
+            last = self._last = (members, dict.fromkeys(members, list(self._configured())))
         return last[1].copy()
 
     def __repr__(self) -> str:

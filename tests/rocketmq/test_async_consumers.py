@@ -23,7 +23,7 @@ from rocket_rebalance import (
 from rocket_rebalance.lab.mixed_group import new_topic
 from rocket_rebalance.lab.rocketmq import RocketMQCluster, mqadmin
 from rocket_rebalance.model import MessageModel
-from rocket_rebalance.runtime.settings import SeekOffsetError
+from rocket_rebalance.runtime.settings import ConsumerNotReadyError, SeekOffsetError
 from rocket_rebalance.runtime.transport import GroupRegistration
 from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
 from tests.aio import run
@@ -258,3 +258,30 @@ def test_a_new_groups_first_offset_writes_are_all_stored(rocketmq: RocketMQClust
     finally:
         reader.close()
     assert {group: ids for group, ids in lost.items() if ids} == {}
+
+
+def test_wait_for_assignment_on_a_real_broker(rocketmq: RocketMQCluster) -> None:
+    """Three members of a group on a topic of two queues (one per broker): each ``wait_for_assignment`` returns,
+    one of them with no queue, and together they hold every queue once; a topic the name server does not know is
+    named in the error (the broker's TOPIC_NOT_EXIST)."""
+    topic = new_topic(rocketmq, "Ready", 1)
+    queues = {MessageQueue(topic, broker, 0) for broker in rocketmq.broker_names}
+    address = rocketmq.namesrv_address
+
+    async def scenario() -> list[frozenset[MessageQueue]]:
+        async with AsyncPushConsumer(address, "GID_ready", topics=[topic], client_id="ready-a") as first:
+            with PullConsumer(address, "GID_ready", topics=[topic], client_id="ready-b") as second:
+                with PushConsumer(address, "GID_ready", topics=[topic], client_id="ready-c") as third:
+                    groups = [first, second, third]
+                    await until(lambda: sum(len(c.owned_queues().get(topic, ())) for c in groups) == 2, 120)
+                    held = [(await first.wait_for_assignment(60))[topic]]
+                    return held + [c.wait_for_assignment(60)[topic] for c in (second, third)]
+
+    held = run(scenario(), timeout=300)
+    assert sorted(map(len, held)) == [0, 1, 1] and frozenset().union(*held) == queues
+
+    with PushConsumer(address, "GID_ready_unknown", topics=["NoSuchTopicReady"]) as unknown:
+        run(until(lambda: not unknown.healthy, 60))
+        with pytest.raises(ConsumerNotReadyError) as refused:
+            unknown.wait_for_assignment(0.5)
+    assert refused.value.reason == "topic unknown to the name server: NoSuchTopicReady"

@@ -4,10 +4,13 @@ pointed at nothing printed "started" and ran on with nothing on stderr."""
 
 from __future__ import annotations
 
+import json
 import logging
+import queue
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.health import Health
 from rocket_rebalance.runtime.settings import ListenerError
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
+from rocket_rebalance.runtime.transport.grpc import GrpcTransport
 from tests.runtime.conftest import start_stub
 from tests.stub.conftest import StartStub
 
@@ -236,3 +240,37 @@ def test_the_consume_command_says_on_stderr_that_nothing_answers() -> None:
         process.terminate()
         _, stderr = process.communicate(timeout=30)
     assert "WARNING" in stderr and "route of TopicTest failing" in stderr and "cannot connect" in stderr, stderr
+
+
+def test_the_consume_command_prints_a_problem_and_when_it_works_again(start_stub: StartStub) -> None:
+    """Stdout, which a supervisor reads, says when health turns bad and when it recovers: a topic the name server
+    does not know yet, then the same topic once it is created."""
+    server = start_stub()
+    command = [sys.executable, "-m", "rocket_rebalance", "consume", "-n", GRPC_SCHEME + server.address]
+    process = subprocess.Popen(
+        [*command, "-g", "GID_health", "-t", "LateTopic", "--route-interval", "0.5", "--rebalance-interval", "0.5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[dict[str, object]] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(json.loads(line)) for line in process.stdout or ()])
+    reader.start()
+
+    def next_event(name: str) -> dict[str, object]:
+        while True:
+            event = lines.get(timeout=120)  # a hang bound, not a measure
+            if event["event"] == name:
+                return event
+
+    admin = GrpcTransport(server.address)
+    try:
+        problem = next_event("problem")
+        assert problem["kind"] == "route of LateTopic" and "NOT_FOUND" in str(problem["error"])
+        admin.create_topic("LateTopic", 2)
+        assert next_event("works again")["kind"] == "route of LateTopic"
+    finally:
+        admin.close()
+        process.terminate()
+        process.wait(timeout=60)
+        reader.join(timeout=60)

@@ -17,6 +17,7 @@ from rocket_rebalance.strategies import (
     AllocateMessageQueueStrategy,
     AllocationError,
     ConsumerIdcsNotSetError,
+    MessageQueuesNotSetError,
     create_strategy,
 )
 
@@ -75,6 +76,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         return {"error": "IllegalArgumentException", "message": str(error)}
     except ConsumerIdcsNotSetError:
         return {"error": "NullPointerException", "message": None}
+    except MessageQueuesNotSetError:  # where Java returns null (its consumers then consume nothing), ours refuses
+        return {"result": None, "strategyName": case["strategy"]}
     return {
         "result": None if result is None else [mq.to_dict() for mq in result],
         "strategyName": strategy.name,

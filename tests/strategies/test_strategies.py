@@ -12,6 +12,7 @@ from rocket_rebalance.strategies import (
     AllocateMessageQueueStrategy,
     AllocationError,
     ConsumerIdcsNotSetError,
+    MessageQueuesNotSetError,
     UnknownStrategyError,
     build_ring,
     create_strategy,
@@ -198,7 +199,11 @@ def test_repeated_client_id_continues_replica_numbering() -> None:
 def test_config_returns_its_list_and_ignores_arguments() -> None:
     strategy = create_strategy("CONFIG", message_queues=QUEUES[:2])
     assert strategy.allocate("g", None, None, None) == QUEUES[:2]
-    assert create_strategy("CONFIG").allocate("g", "c1", QUEUES, CIDS) is None
+    unset = create_strategy("CONFIG")
+    with pytest.raises(MessageQueuesNotSetError, match="^CONFIG has no message_queues configured"):
+        unset.allocate("g", "c1", QUEUES, CIDS)
+    with pytest.raises(MessageQueuesNotSetError):
+        unset.plan_all("g", QUEUES, CIDS)  # type: ignore[attr-defined]
 
 
 def test_checked_queue_list_is_accepted_without_rescanning() -> None:
