@@ -50,8 +50,9 @@ lint: $(STAMP)
 
 # The site (docs/*.md, README.md as its front page, the API reference from the docstrings) into build/docs/html.
 # -W: every warning is an error (a broken link, anchor or Python reference); the build ends by type-checking every
-# python block of the pages with mypy --strict (docs/_ext/snippets.py).
-DOCS = $(PY) -m sphinx -b html -W --keep-going -q docs build/docs/html
+# python block of the pages with mypy --strict (docs/_ext/snippets.py). -E: every page is read again, so no
+# warning hides behind the cache of an earlier build.
+DOCS = $(PY) -m sphinx -b html -E -W --keep-going -q docs build/docs/html
 docs: $(STAMP)
 	$(DOCS)
 

@@ -122,7 +122,7 @@ class AsyncPushConsumer(ConsumerBase[AsyncEngine]):
         await engine.start()
 
     async def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
-        """The threaded :meth:`~rocket_rebalance.runtime.consumer.PushConsumer.wait_for_assignment`, awaited."""
+        """The threaded :meth:`~rocket_rebalance.PushConsumer.wait_for_assignment`, awaited."""
         return await _wait(self, timeout, asyncio.sleep)
 
     async def shutdown(self, timeout: float = 15.0) -> bool:
@@ -215,7 +215,7 @@ class AsyncPullConsumer(PullBase[AsyncEngine]):
                 return []
 
     async def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
-        """The threaded :meth:`~rocket_rebalance.runtime.pull_consumer.PullConsumer.wait_for_assignment`,
+        """The threaded :meth:`~rocket_rebalance.PullConsumer.wait_for_assignment`,
         awaited: the rebalance callbacks due meanwhile are awaited here."""
         engine = self._running()
 

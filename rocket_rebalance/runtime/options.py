@@ -4,7 +4,7 @@ Every consumer's constructor takes ``**options: Unpack[...]`` of the :class:`typ
 ``mypy --strict`` rejects a misspelled option or a wrong type, an IDE completes the names, and an option is
 added once (here, with its comment) rather than in each of the four constructors' signatures. A push consumer
 takes :class:`PushOptions`, a pull consumer :class:`ConsumerOptions`; at run time a name that is neither is a
-``TypeError`` naming the consumer class (:func:`check_option_names`). Where Java's consumer has the setting, its
+``TypeError`` naming the consumer class (``check_option_names``). Where Java's consumer has the setting, its
 name is in the comment; the defaults are Java's unless the comment says otherwise.
 """
 

@@ -274,7 +274,7 @@ class PullConsumer(PullBase[Engine]):
             engine.ready.wait(left)
 
     def wait_for_assignment(self, timeout: float) -> dict[str, frozenset[MessageQueue]]:
-        """The push consumer's :meth:`~rocket_rebalance.runtime.consumer.PushConsumer.wait_for_assignment`;
+        """The push consumer's :meth:`~rocket_rebalance.PushConsumer.wait_for_assignment`;
         the rebalance callbacks due meanwhile run here, on the caller's thread, as in ``poll()``. The queues
         include the retry topic's, as Java's lite pull consumer's assignment does."""
         engine = self._running()
