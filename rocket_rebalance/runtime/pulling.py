@@ -17,18 +17,20 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from rocket_rebalance.core import MessagesPulled, OffsetIllegal
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import MASTER_ID, MessageQueue
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.service import Service
-from rocket_rebalance.runtime.settings import MIB, PullAnswerError
+from rocket_rebalance.runtime.settings import MIB, PullAnswerError, SlaveReadWarning
 from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
 from rocket_rebalance.runtime.transport import Message, PullResult, PullStatus, TransportError
 
-__all__ = ["FLOW_CONTROL_DELAY", "Pulling", "QueueRun"]
+__all__ = ["FLOW_CONTROL_DELAY", "SLAVE_READS_KIND", "Pulling", "QueueRun"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
 FLOW_CONTROL_DELAY = 0.05  # Java's PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
+SLAVE_READS_KIND = "reads from a slave"
+"""The health kind that names each broker set read from a slave, until its master answers a pull again."""
 
 
 @dataclass
@@ -116,6 +118,18 @@ class Pulling:
                 service.later(service.settings.pull_error_backoff, lambda: self.pull(mq))
             return
         service.health.ok("pull", at=mq.broker_name)
+        if result.broker_id == MASTER_ID:
+            service.health.ok(SLAVE_READS_KIND, at=mq.broker_name)
+        else:
+            service.health.failed(
+                SLAVE_READS_KIND,
+                SlaveReadWarning(
+                    f"broker set {mq.broker_name} is read from its slave (broker ID {result.broker_id}): its master "
+                    "is down, or suggested the slave; offsets go to the slave while the master is down, and "
+                    "orderly queues of the set are not consumed (no lock without a master)"
+                ),
+                at=mq.broker_name,
+            )
         if result.status == PullStatus.FOUND:
             self._stats.pulled(mq, len(result.messages), elapsed_ms(started))
         self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
