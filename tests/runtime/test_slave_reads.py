@@ -11,12 +11,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocket_rebalance.model import MASTER_ID
+from rocket_rebalance.core import RebalanceConfig, RebalanceCore
+from rocket_rebalance.model import MASTER_ID, MessageQueue
 from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, response_to
+from rocket_rebalance.runtime.health import Health
+from rocket_rebalance.runtime.pulling import SLAVE_READS_KIND, SLAVE_RETRY_DELAY, Pulling
+from rocket_rebalance.runtime.service import PullDone
+from rocket_rebalance.runtime.settings import EngineSettings
+from rocket_rebalance.runtime.stats import ConsumeStats
 from rocket_rebalance.runtime.transport import PullResult, PullStatus, TransportError
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 from rocket_rebalance.runtime.transport.remoting_async import AsyncRemotingTransport
 from rocket_rebalance.runtime.transport.remoting_wire import subscribe_node
+from rocket_rebalance.subscription import SubscriptionExpression
 from tests.aio import run
 from tests.runtime.test_remoting_transport import MQ
 from tests.scripted_server import ScriptedServer
@@ -183,3 +190,43 @@ def test_a_malformed_suggestion_is_one_transport_error(brokers: BrokerSet) -> No
         assert isinstance(result, TransportError) and "suggestWhichBrokerId" in str(result)
     finally:
         transport.close()
+
+
+# ---------------------------------------------------------------------------------------------------- the pulling part
+
+
+class _Service:
+    """Just enough of the engine for the pulling part: a real core and health, timers and pulls recorded."""
+
+    def __init__(self) -> None:
+        self.config = RebalanceConfig("G", "c1")
+        self.core = RebalanceCore(self.config, ("TopicT",))
+        self.settings = EngineSettings()
+        self.health = Health()
+        self.expressions: dict[str, SubscriptionExpression] = {}
+        self.closing = threading.Event()
+        self.timers: list[float] = []
+        self.pulls: list[PullDone] = []
+
+    def later(self, delay: float, callback: Callable[[], None]) -> None:
+        self.timers.append(delay)
+
+    def start_pull(self, mq: MessageQueue, offset: int, wait_ms: int, done: PullDone) -> None:
+        self.pulls.append(done)
+
+    def handle(self, event: object) -> None:
+        self.core.handle(event, 0.0)  # type: ignore[arg-type]
+
+
+def test_a_set_read_from_its_slave_is_named_in_health_and_an_idle_slave_is_asked_again_after_a_moment() -> None:
+    service = _Service()
+    pulling = Pulling(service, 0, ConsumeStats(), None)  # type: ignore[arg-type]
+    pulling.start(MQ, 3, announced=True)
+    pulling.pull(MQ)
+    service.pulls.pop()(PullResult(PullStatus.NO_MATCHED_MSG, 3, broker_id=1))  # "ask again", from the slave
+    assert SLAVE_READS_KIND in service.health.report() and "broker-a" in service.health.report()[SLAVE_READS_KIND]
+    assert service.timers == [SLAVE_RETRY_DELAY] and not service.pulls
+    pulling.pull(MQ)  # the timer's pull
+    service.pulls.pop()(PullResult(PullStatus.NO_MATCHED_MSG, 3, broker_id=0))  # the master again: at once
+    assert SLAVE_READS_KIND not in service.health.report()
+    assert service.timers == [SLAVE_RETRY_DELAY] and len(service.pulls) == 1

@@ -128,6 +128,7 @@ class RemotingTransport(RemotingEnds):
 
     route = blocking_op(RemotingCalls.route)
     brokers = blocking_op(RemotingCalls.brokers)
+    addresses = blocking_op(RemotingCalls.addresses)  # a broker set's, by broker ID (the lab waits for slaves)
     heartbeat = blocking_op(RemotingCalls.heartbeat)
     check_subscription = blocking_op(RemotingCalls.check_subscription)
     unregister = blocking_op(RemotingCalls.unregister)
