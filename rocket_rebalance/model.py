@@ -31,6 +31,7 @@ __all__ = [
     "MAX_ROUTE_BROKERS",
     "MAX_TOPIC_QUEUES",
     "MAX_VIRTUAL_NODES",
+    "MASTER_ID",
     "PERM_READ",
     "PERM_WRITE",
     "DLQ_GROUP_TOPIC_PREFIX",
@@ -435,6 +436,9 @@ def queues_of(items: Sequence[Mapping[str, Any]]) -> list[MessageQueue]:
 PERM_READ = 4
 PERM_WRITE = 2
 """RocketMQ's ``PermName`` bits of a topic on a broker: consumers take the read queues of brokers with PERM_READ."""
+
+MASTER_ID = 0
+"""The broker ID of a broker set's master (RocketMQ's ``MixAll.MASTER_ID``); its slaves have 1, 2, ..."""
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"

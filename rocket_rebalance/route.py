@@ -91,6 +91,10 @@ class TopicRoute:
 
     topic: str
     queue_datas: tuple[QueueData, ...]
+    masterless: frozenset[str] = frozenset()
+    """Broker sets the route names with no master address (broker ID 0): the master is down and a slave serves
+    its reads. Known only from a name server's answer (its ``brokerDatas``); route files and the stub leave it
+    empty."""
 
     def __post_init__(self) -> None:
         try:

@@ -77,6 +77,8 @@ class RouteUpdated(Event):
     topic: str
     queues: frozenset[MessageQueue]
     member_broker: str | None
+    masterless: frozenset[str] = frozenset()
+    """The route's broker sets whose master is down (a slave serves their reads: rule L11)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,15 @@ Locks and the fence
       offset (L2, L9, also while revoking) is ``DropQueue(lost=True)``: every ``StartQueue`` is followed by
       exactly one ``RevokeQueues`` naming the queue or one lost drop, before its ``DropQueue``.
 
+  L11. A broker set whose master is down (the route names only its slaves: ``RouteUpdated.masterless``) grants no
+      lock, and its slave serves reads. An orderly queue of it is not handed out (its lock lapses and is not
+      renewed or granted: L2, as Java's orderly consumer stops). A queue locked only for the fence (concurrent,
+      ``fenced_handover``) goes on unlocked, as Java's concurrent consumer reads from the slave: one started
+      keeps its messages flowing and its offsets written (they go to the slave), one waiting for a lock has its
+      offset read at once (``master down``), and a connection loss there drops nothing; the fence is off for the
+      set until its master is back. When the master is back, each such started queue is locked at once: granted,
+      it goes on fenced; refused (another member locked it first), it is lost as in L2.
+
 Offsets
   O1. Commit offset = smallest offset in flight (pulled and not yet consumed), else the next offset to pull;
       it only moves forward. A message is handed out (``MessagesDispatched``) until it is consumed
@@ -285,6 +294,7 @@ QueueCause = Literal[
     "handed over without offset",
     "lock lapsed",
     "connection lost",
+    "master down",
 ]
 """What moves a queue: an answer or event, or the core's decision, in the rules' words (see ``QUEUE_TRANSITIONS``)."""
 
@@ -313,6 +323,7 @@ QUEUE_TRANSITIONS: Mapping[QueueState | None, Mapping[QueueCause, QueueState | N
         "lock granted": QueueState.READING,  # L1: then ReadOffset
         "lock refused": QueueState.LOCK_WAIT,  # L1, L7: retried after lock_retry_interval (no answer in time: M1)
         "look-up failed": QueueState.LOOKUP_WAIT,  # T2: a late failure of a look-up sent before its lock lapsed
+        "master down": QueueState.READING,  # L11: the set lost its master: read the offset without a lock
         **_CANCELLED,
     },
     QueueState.LOCK_WAIT: {
@@ -321,6 +332,7 @@ QUEUE_TRANSITIONS: Mapping[QueueState | None, Mapping[QueueCause, QueueState | N
         "lock granted": QueueState.READING,  # L1: a grant answering an earlier request
         "lock refused": QueueState.LOCK_WAIT,  # L1: a refusal answering an earlier request
         "look-up failed": QueueState.LOOKUP_WAIT,  # T2: a late failure of a look-up sent before its lock lapsed
+        "master down": QueueState.READING,  # L11, as from LOCKING
         **_CANCELLED,
     },
     QueueState.READING: {
@@ -427,6 +439,7 @@ class RebalanceCore:
         self._user_topics: frozenset[str] = frozenset(topics)
         self._routes: dict[str, frozenset[MessageQueue]] = {}
         self._member_brokers: dict[str, str | None] = {}  # topic -> the broker asked for its member list (R1)
+        self._masterless: dict[str, frozenset[str]] = {}  # topic -> its route's sets whose master is down (L11)
         self._allocated: dict[str, frozenset[MessageQueue]] = {}
         self._shared_id: dict[str, int] = {}  # topic -> how many consumers use our client ID there (L6), when > 1
         self._entries: dict[MessageQueue, _Entry] = {}
@@ -591,7 +604,7 @@ class RebalanceCore:
         """Until when messages of ``mq`` may be handed out as far as its lock goes: when the client-side lock
         lapses (L2), or infinity when this consumer takes no locks. A runtime that hands out several batches at
         once starts none of them after it."""
-        if not self.config.uses_locks:
+        if not self._needs_lock(mq):
             return math.inf
         entry = self._entries.get(mq)
         return entry.locked_until if entry is not None and entry.holds_lock else -math.inf
@@ -609,7 +622,7 @@ class RebalanceCore:
         entry = self._entries.get(mq)
         if entry is None or entry.state is not QueueState.ACTIVE:
             return False
-        return not self.config.uses_locks or (entry.holds_lock and now < entry.locked_until)
+        return not self._needs_lock(mq) or (entry.holds_lock and now < entry.locked_until)
 
     # ------------------------------------------------------------------ output helpers
 
@@ -874,7 +887,7 @@ class RebalanceCore:
 
     def _begin_acquisition_step(self, entry: _Entry, now: float) -> None:
         """Lock first when locks are used (L1), else (or once locked) read the stored offset."""
-        if self.config.uses_locks and not self._lock_valid(entry, now):
+        if self._needs_lock(entry.mq) and not self._lock_valid(entry, now):
             self._send_lock(entry, now)
         else:
             self._send_read(entry, "look-up begun", now)
@@ -961,7 +974,7 @@ class RebalanceCore:
 
     def _activate(self, entry: _Entry, cause: QueueCause, offset: int, now: float) -> None:
         """Start the queue, but with locks only while the lock is still valid (L1); else lock and read again."""
-        if self.config.uses_locks and not self._lock_valid(entry, now):
+        if self._needs_lock(entry.mq) and not self._lock_valid(entry, now):
             entry.holds_lock = False
             self._send_lock(entry, now)
             return
@@ -1043,7 +1056,7 @@ class RebalanceCore:
 
     def _lock_all(self, now: float) -> None:
         for entry in self._entries.values():
-            if entry.holds_lock and entry.state is not QueueState.LOCKING:
+            if entry.holds_lock and entry.state is not QueueState.LOCKING and self._needs_lock(entry.mq):
                 self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
 
     # ------------------------------------------------------------------ holders that are gone (L9)
@@ -1149,7 +1162,7 @@ class RebalanceCore:
         if not self.config.uses_locks:
             return
         self._rejoin_at[broker] = _NEVER
-        for entry in [e for e in self._entries.values() if e.mq.broker_name == broker]:
+        for entry in [e for e in self._entries.values() if e.mq.broker_name == broker and self._needs_lock(e.mq)]:
             if entry.state in _RELEASING or entry.state is QueueState.ACTIVE:
                 self._lose(entry, "connection lost", now)
             else:
@@ -1216,7 +1229,7 @@ class RebalanceCore:
         """Freeze the release's offset (at ``offset``, O2, else the commit offset) and write it (T3), moving by
         ``cause`` (drained, revoked or revoke timed out), unless the lock lapsed meanwhile (L5)."""
         assert entry.pq is not None
-        if self.config.uses_locks and not self._lock_valid(entry, now):
+        if self._needs_lock(entry.mq) and not self._lock_valid(entry, now):
             self._lose(entry, "lock lapsed", now)  # L5: never write an offset without the lock
             return
         entry.frozen_offset = entry.pq.freeze(offset if entry.reset_to is None else entry.reset_to)
@@ -1255,7 +1268,7 @@ class RebalanceCore:
             else:
                 entry.deadline = min(entry.deadline, now + self.config.release_retry_interval)
         elif entry.persist_again and entry.pq is not None and entry.pq.commit_offset != entry.acked:
-            if not self.config.uses_locks or self._lock_valid(entry, now):
+            if not self._needs_lock(entry.mq) or self._lock_valid(entry, now):
                 self._send_persist(entry, entry.pq.commit_offset, now)
 
     def _release_failed(self, entry: _Entry, now: float) -> bool:
@@ -1357,7 +1370,7 @@ class RebalanceCore:
         for entry in self._entries.values():
             if entry.state not in _STARTED or entry.pq is None:
                 continue
-            if self.config.uses_locks and not self._lock_valid(entry, now):
+            if self._needs_lock(entry.mq) and not self._lock_valid(entry, now):
                 continue  # L5
             self._send_persist(entry, entry.pq.commit_offset, now)  # O1: unchanged ones too
 
@@ -1398,12 +1411,36 @@ class RebalanceCore:
     def _on_route_updated(self, event: RouteUpdated, now: float) -> None:
         # the latest route names the broker asked, even when its queues are unchanged (no round for that alone)
         self._member_brokers[event.topic] = event.member_broker
+        self._masterless_changed(event.topic, event.masterless, now)
         if self._routes.get(event.topic) == event.queues:
             return
         self._routes[event.topic] = frozenset(event.queues)
         if event.topic in self.topics:
             # we rebalance at once on a route change (Java waits for the next round)
             self._request_round(now, Trigger.ROUTE)
+
+    def _needs_lock(self, mq: MessageQueue) -> bool:
+        """L1, and L11: a set without a master grants no lock, so only an orderly queue still waits for one."""
+        if not self.config.uses_locks:
+            return False
+        return self.config.consume_orderly or all(mq.broker_name not in sets for sets in self._masterless.values())
+
+    def _masterless_changed(self, topic: str, masterless: frozenset[str], now: float) -> None:
+        """L11: a set that lost its master lets its fenced queues go on unlocked (those waiting for a lock are
+        looked up at once); one whose master is back has its started queues locked again at once."""
+        before = {mq.broker_name: self._needs_lock(mq) for mq in self._entries}
+        if masterless:
+            self._masterless[topic] = masterless
+        else:
+            self._masterless.pop(topic, None)
+        for entry in list(self._entries.values()):
+            needs = self._needs_lock(entry.mq)
+            if needs == before[entry.mq.broker_name]:
+                continue
+            if not needs and entry.state in (QueueState.LOCKING, QueueState.LOCK_WAIT):
+                self._send_read(entry, "master down", now)
+            elif needs and entry.state in _STARTED and not self._lock_valid(entry, now):
+                self._out_lock.setdefault(entry.mq.broker_name, set()).add(entry.mq)
 
     def _on_notification(self, event: Event, now: float) -> None:
         self._request_round(now, Trigger.NOTIFY)
@@ -1471,7 +1508,7 @@ class RebalanceCore:
                 return
         if entry.holds_lock and now >= entry.locked_until:
             entry.holds_lock = False  # L2: the client lock lapsed
-            if entry.state in _STARTED:
+            if entry.state in _STARTED and self._needs_lock(entry.mq):
                 self._lose(entry, "lock lapsed", now)
                 return
         if now < entry.deadline:
@@ -1491,7 +1528,7 @@ class RebalanceCore:
         elif state is QueueState.PERSISTING and entry.frozen_offset is not None:
             if entry.persist_in_flight:
                 return
-            if self.config.uses_locks and not self._lock_valid(entry, now):
+            if self._needs_lock(entry.mq) and not self._lock_valid(entry, now):
                 self._lose(entry, "lock lapsed", now)  # L5
             else:
                 self._send_persist(entry, entry.frozen_offset, now)

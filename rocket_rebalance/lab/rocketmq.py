@@ -288,7 +288,9 @@ class NameServerProcess(_JvmProcess):
 
 
 class BrokerProcess(_JvmProcess):
-    """A master broker; its store stays across restarts (under ``/dev/shm`` when there is room)."""
+    """A master broker, or with ``slave_id`` a slave of the broker set ``broker_name`` (``brokerRole=SLAVE``: it
+    replicates the master's store over the master's HA port, which the name server tells it); its store stays
+    across restarts (under ``/dev/shm`` when there is room)."""
 
     main_class = "org.apache.rocketmq.broker.BrokerStartup"
     ready_text = "boot success"
@@ -296,22 +298,34 @@ class BrokerProcess(_JvmProcess):
     heap = ("-Xms256m", "-Xmx512m")
 
     def __init__(
-        self, lib: Path, run_dir: Path, broker_name: str, namesrv: str, settings: Mapping[str, str] | None = None
+        self,
+        lib: Path,
+        run_dir: Path,
+        broker_name: str,
+        namesrv: str,
+        settings: Mapping[str, str] | None = None,
+        slave_id: int = 0,
     ) -> None:
         """``settings`` are further ``broker.conf`` entries (``{"enablePropertyFilter": "true"}``, ACL, TLS ...),
-        over the lab's."""
+        over the lab's. A slave logs apart from its master (:attr:`store_log`); it learns the master's HA port
+        from its registration at the name server (a ``haMasterAddress`` given in the config left 5.3.3's HA client
+        with no master at all)."""
         self.port = free_port((-2, 0, 1))  # main port, fast port (P-2) and HA port (P+1)
         self.broker_name = broker_name
-        self.store = _store_root(run_dir) / broker_name
+        self.store_log = run_dir / "home" / "logs" / f"rocketmqlogs{broker_name}_{slave_id}" / "store.log"
+        """A slave's own store log (``isolateLogEnable``: RocketMQ names its folder so)."""
+        name = broker_name if slave_id == 0 else f"{broker_name}-s{slave_id}"
+        self.store = _store_root(run_dir) / name
         super().__init__(
             lib,
             run_dir,
-            broker_name,
+            name,
             {
                 "brokerClusterName": "DefaultCluster",
                 "brokerName": broker_name,
-                "brokerId": "0",
-                "brokerRole": "ASYNC_MASTER",
+                "brokerId": str(slave_id),
+                "brokerRole": "SLAVE" if slave_id else "ASYNC_MASTER",
+                **({} if slave_id == 0 else {"isolateLogEnable": "true"}),
                 "flushDiskType": "ASYNC_FLUSH",
                 "namesrvAddr": namesrv,
                 "brokerIP1": "127.0.0.1",
@@ -349,6 +363,8 @@ class RocketMQCluster:
 
     ``broker_settings`` adds entries to every broker's config file (property filters, ACL ...); ``credentials``
     are what the cluster's own transport (topic creation, readiness checks) signs with when the brokers want ACL.
+    :meth:`start_slave` adds a slave to a broker set (in :attr:`slaves`); a test kills either process
+    (``kill()``) and restarts it (:meth:`restart_broker`).
     With ``tls`` (certificates from :func:`~rocket_rebalance.lab.certs.make_certificates`) the NameServer and the
     brokers enforce TLS with its server certificate, and every client of the cluster verifies against its CA."""
 
@@ -361,6 +377,7 @@ class RocketMQCluster:
         credentials: AclCredentials | None = None,
         tls: LabCertificates | None = None,
     ) -> None:
+        self.slaves: dict[str, BrokerProcess] = {}
         self.work_dir = work_dir
         self.broker_settings = dict(broker_settings or {})
         self.credentials = credentials
@@ -392,6 +409,40 @@ class RocketMQCluster:
             raise failures[0]
         self.wait_registered()
         return self.namesrv_address
+
+    def start_slave(self, name: str) -> BrokerProcess:
+        """Start a slave (broker ID 1) of the broker set ``name`` (its master runs) and wait until the name server
+        lists it and it replicates the master (10 to 20 s). Its messages come over the master's HA port as they are
+        written; topics and groups it copies from the master only 10 s after it starts and then every 60 s
+        (``SlaveSynchronize.syncAll``), and it answers no pull of a topic it does not know, so create the topics
+        after this: :meth:`create_topic` creates them on every broker of a set."""
+        if name not in self.brokers or name in self.slaves:
+            raise ValueError(f"no broker set {name} without a slave here: the brokers are {self.broker_names}")
+        assert self.lib is not None
+        slave = BrokerProcess(self.lib, self.work_dir, name, self.namesrv_address, self.broker_settings, slave_id=1)
+        slave.properties = [] if self.tls is None else _tls_properties(self.tls, server=True)
+        self.slaves[name] = slave
+        slave.start()
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while True:
+            transport = self.transport()
+            try:
+                listed = transport.addresses(name).get(1)
+            except TransportError:
+                listed = None
+            finally:
+                transport.close()
+            replicating = False
+            with contextlib.suppress(OSError):
+                # the HA client reports its offset to the master every 5 s once connected, and only then
+                replicating = b"Slave report current offset" in slave.store_log.read_bytes()
+            if listed == slave.address and replicating:
+                return slave
+            if time.monotonic() > deadline:
+                raise RocketMQUnavailable(
+                    f"the slave of {name} did not register at the name server and replicate (see {slave.store_log})"
+                )
+            time.sleep(0.2)
 
     def _started_namesrv(self) -> NameServerProcess:
         if self.namesrv is None:
@@ -430,7 +481,8 @@ class RocketMQCluster:
             transport.close()
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
-        """UPDATE_AND_CREATE_TOPIC on each broker over our own protocol; returns once the route shows it."""
+        """UPDATE_AND_CREATE_TOPIC on each broker (a set's slave too) over our own protocol; returns once the route
+        shows it."""
         transport = self.transport()
         try:
             transport.create_topic(topic, queue_nums, brokers)
@@ -448,7 +500,7 @@ class RocketMQCluster:
     def stop(self) -> None:
         """Kill everything and delete the stores: nothing here outlives the cluster, so a graceful shutdown (about
         ten seconds per broker) would buy nothing."""
-        for broker in self.brokers.values():
+        for broker in [*self.brokers.values(), *self.slaves.values()]:
             broker.kill()
             broker.remove_store()
         if self.namesrv is not None:

@@ -178,7 +178,8 @@ class Brokers:
         with self._lock:
             new = [broker for broker in dict.fromkeys(route.brokers()) if broker not in self._known]
             self._known.update(new)
-        updated = RouteUpdated(topic, frozenset(route.subscribe_queues()), route.member_list_broker())
+        queues = frozenset(route.subscribe_queues())
+        updated = RouteUpdated(topic, queues, route.member_list_broker(), route.masterless)
 
         def known() -> None:
             self._service.post(partial(self._listen_to, new))

@@ -17,18 +17,21 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from rocket_rebalance.core import MessagesPulled, OffsetIllegal
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import MASTER_ID, MessageQueue
 from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.service import Service
-from rocket_rebalance.runtime.settings import MIB, PullAnswerError
+from rocket_rebalance.runtime.settings import MIB, PullAnswerError, SlaveReadWarning
 from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
 from rocket_rebalance.runtime.transport import Message, PullResult, PullStatus, TransportError
 
-__all__ = ["FLOW_CONTROL_DELAY", "Pulling", "QueueRun"]
+__all__ = ["FLOW_CONTROL_DELAY", "SLAVE_READS_KIND", "Pulling", "QueueRun"]
 
 log = logging.getLogger("rocket_rebalance.runtime")
 
 FLOW_CONTROL_DELAY = 0.05  # Java's PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
+SLAVE_RETRY_DELAY = 0.5  # before pulling again a queue its slave had nothing more of
+SLAVE_READS_KIND = "reads from a slave"
+"""The health kind that names each broker set read from a slave, until its master answers a pull again."""
 
 
 @dataclass
@@ -116,9 +119,25 @@ class Pulling:
                 service.later(service.settings.pull_error_backoff, lambda: self.pull(mq))
             return
         service.health.ok("pull", at=mq.broker_name)
+        if result.broker_id == MASTER_ID:
+            service.health.ok(SLAVE_READS_KIND, at=mq.broker_name)
+        else:
+            service.health.failed(
+                SLAVE_READS_KIND,
+                SlaveReadWarning(
+                    f"broker set {mq.broker_name} is read from its slave (broker ID {result.broker_id}): its master "
+                    "is down, or suggested the slave; offsets go to the slave while the master is down, and "
+                    "orderly queues of the set are not consumed (no lock without a master)"
+                ),
+                at=mq.broker_name,
+            )
         if result.status == PullStatus.FOUND:
             self._stats.pulled(mq, len(result.messages), elapsed_ms(started))
-        self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages)
+        # A slave answers a pull it has nothing for at once, telling the client to ask again (PULL_RETRY_IMMEDIATELY,
+        # while it still believes its master alive): Java's consumer asks again at once, a busy loop for as long as
+        # the master is down; ours waits a moment.
+        idle_slave = result.broker_id != MASTER_ID and result.status == PullStatus.NO_MATCHED_MSG
+        self._pulled(mq, generation, result.status, result.next_begin_offset, result.messages, idle_slave)
 
     def _flow_controlled(self, mq: MessageQueue, run: QueueRun) -> bool:
         """Java's flow control, by its thresholds: too many messages pulled and not consumed, too many bytes of
@@ -141,7 +160,13 @@ class Pulling:
         return None if run.stopped else run
 
     def _pulled(
-        self, mq: MessageQueue, generation: int, status: str, next_offset: int, messages: tuple[Message, ...]
+        self,
+        mq: MessageQueue,
+        generation: int,
+        status: str,
+        next_offset: int,
+        messages: tuple[Message, ...],
+        idle_slave: bool,
     ) -> None:
         run = self._current(mq, generation)
         if run is None:
@@ -167,7 +192,10 @@ class Pulling:
         self._service.handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
         if messages:
             self.hand_out(mq)
-        self.pull(mq)
+        if idle_slave:
+            self._service.later(SLAVE_RETRY_DELAY, lambda: self.pull(mq))
+        else:
+            self.pull(mq)
 
     def _refiltered(self, mq: MessageQueue, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """Java's re-filter after the broker's (``PullAPIWrapper.processPullResult``): the broker matched tags by

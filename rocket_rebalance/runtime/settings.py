@@ -41,6 +41,7 @@ __all__ = [
     "RebalanceListenerError",
     "ReleaseInDoubtError",
     "SeekOffsetError",
+    "SlaveReadWarning",
     "SubscriptionMismatchError",
     "UnreadableBodyError",
 ]
@@ -102,6 +103,12 @@ class RebalanceListenerError(Exception):
 class PullAnswerError(Exception):
     """A pull answer that cannot be right: its next offset lies below the requested one, or a message lies outside
     the range it answers for (given to ``on_error``; see :mod:`~rocket_rebalance.runtime.pulling`)."""
+
+
+class SlaveReadWarning(Exception):
+    """A broker set read from its slave (given to ``on_error`` and kept in health until its master answers a pull
+    again): nothing is lost, but the master is down (or behind on memory), so the set's orderly queues stop and its
+    offsets live on the slave meanwhile; an operator wants to know."""
 
 
 class UnreadableBodyError(Exception):

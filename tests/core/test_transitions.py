@@ -12,6 +12,7 @@ import ast
 import random
 import typing
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,8 @@ NOT_MADE_AT_RANDOM: set[Row] = {
     (QueueState.READING, "lock deferred"),
     (QueueState.QUERYING, "lock sent"),
     (QueueState.QUERYING, "lock deferred"),
+    (QueueState.LOCKING, "master down"),  # the simulated broker is a master alone
+    (QueueState.LOCK_WAIT, "master down"),
 }
 
 
@@ -356,8 +359,23 @@ def lock_lapsed_while_querying_with_an_unlock_on_the_way() -> set[Move]:
     return made
 
 
+def _master_down_while_acquiring(answer_lock: bool) -> set[Move]:
+    """L11: the route names the set without its master while the queue's lock is on the way (or was refused)."""
+    d, made = _watched()
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS[:1]), "b0"))
+    (lock,) = only(d(ConsumerListFetched(T, (ME,))), LockQueues)
+    if answer_lock:
+        d(LockResult(frozenset(lock.queues), frozenset()))
+        assert d.core.state_of(QS[0]) is QueueState.LOCK_WAIT
+    assert only(d(RouteUpdated(T, frozenset(QS[:1]), "b0", frozenset({"b0"}))), ReadOffset)
+    return made
+
+
 SCENARIOS: dict[Row, Callable[[], set[Move]]] = {
     (QueueState.DRAINING, "connection lost"): connection_lost_while_draining,
+    (QueueState.LOCKING, "master down"): partial(_master_down_while_acquiring, answer_lock=False),
+    (QueueState.LOCK_WAIT, "master down"): partial(_master_down_while_acquiring, answer_lock=True),
     (QueueState.DRAINING, "lock refused"): renewal_refused_while_draining,
     (QueueState.DRAINING, "lock lapsed"): lock_lapsed_while_draining,
     (QueueState.LOCKING, "look-up failed"): late_lookup_failure_while_locking,

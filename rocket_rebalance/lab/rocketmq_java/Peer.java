@@ -6,11 +6,13 @@
 //   java -cp "lib/*" Peer.java --namesrv 127.0.0.1:9876 --group G --instance java-1 --topic T [--strategy AVG]
 //        [--orderly] [--consume-from first|last] [--work-ms 0] [--virtual-nodes 10] [--tags EXPR | --sql EXPR]
 // (--tags / --sql: every --topic is subscribed with that tag or SQL92 expression instead of "*").
-//        [--answers] [--batch N] [--max-reconsume-times N] [--namespace NS] [--trace]
+//        [--answers] [--batch N] [--max-reconsume-times N] [--namespace NS] [--trace] [--pull-batch N]
+//        [--pull-threshold N]
 // --answers: the listener answers by the messages' tags, as tests/rocketmq/test_listener_results.py asks of ours
 // (the positive control): "later" on its first delivery, RECONSUME_LATER; "dlq", RECONSUME_LATER with delay level -1;
 // "rest" on its first delivery, ackIndex just before it (its batch's messages before it consumed); "poison", orderly,
-// SUSPEND_CURRENT_QUEUE_A_MOMENT for 100 ms. --batch: consumeMessageBatchMaxSize; --max-reconsume-times: as named.
+// SUSPEND_CURRENT_QUEUE_A_MOMENT for 100 ms. --batch: consumeMessageBatchMaxSize; --max-reconsume-times: as named;
+// --pull-batch: pullBatchSize; --pull-threshold: pullThresholdForQueue (a consumer that stays behind its queues).
 // --namespace: setNamespace (v1): --group and --topic are given without it; ALLOC names the wrapped topic (Java's
 // MessageQueueListener is given the wire's), MSG the message's topic as the listener reads it (unwrapped).
 // --trace: setEnableTrace (enableMsgTrace): SubBefore/SubAfter records to RMQ_SYS_TRACE_TOPIC, as in
@@ -99,6 +101,9 @@ public class Peer {
             default: throw new IllegalArgumentException("unknown strategy " + strategy);
         }
         if (o.containsKey("batch")) consumer.setConsumeMessageBatchMaxSize(Integer.parseInt(o.get("batch").get(0)));
+        if (o.containsKey("pull-batch")) consumer.setPullBatchSize(Integer.parseInt(o.get("pull-batch").get(0)));
+        if (o.containsKey("pull-threshold"))
+            consumer.setPullThresholdForQueue(Integer.parseInt(o.get("pull-threshold").get(0)));
         if (o.containsKey("max-reconsume-times"))
             consumer.setMaxReconsumeTimes(Integer.parseInt(o.get("max-reconsume-times").get(0)));
         for (String topic : o.get("topic")) {

@@ -175,6 +175,9 @@ class PullResult:
     status: str
     next_begin_offset: int
     messages: tuple[Message, ...] = ()
+    broker_id: int = 0
+    """Which broker of the queue's broker set answered: 0 its master, else a slave (the master is down, or it
+    suggested reading from a slave); the pulling part says so in health."""
 
 
 @dataclass(frozen=True)

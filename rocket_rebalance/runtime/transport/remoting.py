@@ -51,7 +51,7 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
 )
 from rocket_rebalance.runtime.transport.remoting_admin import RemotingAdminReads
-from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls, RemotingEnds, pull_result, pull_timeout
+from rocket_rebalance.runtime.transport.remoting_calls import RemotingCalls, RemotingEnds, pull_timeout
 from rocket_rebalance.runtime.transport.remoting_inbound import RemotingInbound
 from rocket_rebalance.runtime.transport.remoting_pool import RemotingPool
 from rocket_rebalance.runtime.transport.remoting_producer import RemotingProducer
@@ -128,6 +128,7 @@ class RemotingTransport(RemotingEnds):
 
     route = blocking_op(RemotingCalls.route)
     brokers = blocking_op(RemotingCalls.brokers)
+    addresses = blocking_op(RemotingCalls.addresses)  # a broker set's, by broker ID (the lab waits for slaves)
     heartbeat = blocking_op(RemotingCalls.heartbeat)
     check_subscription = blocking_op(RemotingCalls.check_subscription)
     unregister = blocking_op(RemotingCalls.unregister)
@@ -154,7 +155,7 @@ class RemotingTransport(RemotingEnds):
         """The wire's pull request, sent with its answer going to ``done`` on the reader: an idle queue's long
         poll holds no thread. The broker holds it up to ``wait_ms`` and the socket waits 15 s longer than that."""
         try:
-            address = self._pool.master(mq.broker_name)
+            broker_id, address = self._pool.run(self._wire.pull_node(mq))
             connection = self._pool.connection(address)
         except TransportError as error:
             done(error)
@@ -165,7 +166,7 @@ class RemotingTransport(RemotingEnds):
                 done(answer)
                 return
             try:
-                done(pull_result(mq, address, answer))
+                done(self._wire.pulled(mq, broker_id, address, answer))
             except TransportError as error:
                 done(error)
 
@@ -186,8 +187,10 @@ class RemotingTransport(RemotingEnds):
         self._inbound.attach(client)
 
     def connect(self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded) -> NotificationStream:
-        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master, until it closes."""
-        return self._inbound.notifications(self._pool.connection(self._pool.master(broker)), on_group, on_end)
+        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master (while it is down, its
+        slave: a connection that cannot open would count as a loss at every retry), until it closes."""
+        _, address = self._pool.run(self._wire.reader(broker))
+        return self._inbound.notifications(self._pool.connection(address), on_group, on_end)
 
     # ------------------------------------------------------------------ the admin role's: the operator's reads
 

@@ -281,9 +281,9 @@ class AsyncRemotingTransport(RemotingEnds):
     async def connect(
         self, broker: str, client_id: str, on_group: GroupNotified, on_end: StreamEnded
     ) -> NotificationStream:
-        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master, until it closes;
-        ``on_group`` and ``on_end`` are called on the loop."""
-        address = await self._run(self._wire.master(broker))
+        """The broker's NOTIFY_CONSUMER_IDS_CHANGED requests on our connection to its master (while it is down, its
+        slave), until it closes; ``on_group`` and ``on_end`` are called on the loop."""
+        _, address = await self._run(self._wire.reader(broker))
         connection = await self._connection(address)
         stream = self._streams.open(address, on_group, on_end)
         if not connection.alive:

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 
-from rocket_rebalance.model import AclCredentials, MessageModel, MessageQueue, TlsSettings, retry_topic
+from rocket_rebalance.model import MASTER_ID, AclCredentials, MessageModel, MessageQueue, TlsSettings, retry_topic
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -47,7 +47,7 @@ from rocket_rebalance.runtime.transport.remoting_wire import (
 from rocket_rebalance.runtime.transport.tls import tls_client
 from rocket_rebalance.subscription import TAG, SubscriptionExpression
 
-__all__ = ["PRODUCER_GROUP", "RemotingCalls", "RemotingEnds", "pull_result", "pull_timeout"]
+__all__ = ["PRODUCER_GROUP", "RemotingCalls", "RemotingEnds", "pull_result", "pull_timeout", "suggested_broker"]
 
 PRODUCER_GROUP = "PID_rocket_rebalance"
 
@@ -63,10 +63,11 @@ def pull_timeout(wait_ms: int) -> float:
     return wait_ms / 1000 + 15
 
 
-def pull_result(mq: MessageQueue, address: str, answer: RemotingCommand) -> PullResult:
-    """A PULL_MESSAGE answer as a :class:`PullResult`, each inner batch split into its messages as Java's consumer
-    splits it; codes that are no pull status (24/25/26: the heartbeat not seen yet; 215: flow control) are errors,
-    retried later by the engine."""
+def pull_result(mq: MessageQueue, address: str, answer: RemotingCommand, broker_id: int = MASTER_ID) -> PullResult:
+    """A PULL_MESSAGE answer of broker ``broker_id`` of the set as a :class:`PullResult`, each inner batch split
+    into its messages as Java's consumer splits it; codes that are no pull status (24/25/26: the heartbeat not seen
+    yet; 215: flow control; a slave without ``slaveReadEnable`` refuses every pull as busy) are errors, retried
+    later by the engine."""
     name = f"PULL_MESSAGE {mq}"
     if answer.code == ResponseCode.SUCCESS:
         next_offset = int_field(answer, "nextBeginOffset", name, address)
@@ -74,11 +75,19 @@ def pull_result(mq: MessageQueue, address: str, answer: RemotingCommand) -> Pull
             stored = message.unwrap_inner_batches(message.decode_messages(answer.body))
         except ProtocolError as error:
             raise TransportError(f"{name} at {address}: {error}", "INTERNAL") from None
-        return PullResult(PullStatus.FOUND, next_offset, tuple(stored_message(mq, item) for item in stored))
+        messages = tuple(stored_message(mq, item) for item in stored)
+        return PullResult(PullStatus.FOUND, next_offset, messages, broker_id)
     status = _PULL_STATUSES.get(ResponseCode(answer.code)) if answer.code in _PULL_STATUSES.keys() else None
     if status is None:
         raise wire_error(name, address, answer)
-    return PullResult(status, int_field(answer, "nextBeginOffset", name, address))
+    return PullResult(status, int_field(answer, "nextBeginOffset", name, address), broker_id=broker_id)
+
+
+def suggested_broker(answer: RemotingCommand, mq: MessageQueue, address: str) -> int:
+    """A pull answer's ``suggestWhichBrokerId`` (every 5.3.3 broker sends it; without it, the master)."""
+    if "suggestWhichBrokerId" not in answer.ext:
+        return MASTER_ID
+    return int_field(answer, "suggestWhichBrokerId", f"PULL_MESSAGE {mq}", address)
 
 
 class RemotingCalls(RemotingWire):
@@ -148,8 +157,9 @@ class RemotingCalls(RemotingWire):
 
     def consumer_list(self, broker: str, consumer_group: str) -> Op[list[str]]:
         name = f"GET_CONSUMER_LIST_BY_GROUP {consumer_group} at {broker}"
+        _, address = yield from self.reader(broker)  # Java's selectBrokerAddr: the master, else a slave
         answer = yield from self.ok(
-            (yield from self.master(broker)),
+            address,
             name,
             request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, headers.get_consumer_list(consumer_group)),
         )
@@ -176,7 +186,10 @@ class RemotingCalls(RemotingWire):
     def query_offsets(
         self, broker: str, consumer_group: str, queues: Sequence[MessageQueue]
     ) -> Op[dict[MessageQueue, int | None]]:
-        address = yield from self.master(broker)
+        """Asked of the master, else (it is down) of a slave, as Java's ``RemoteBrokerOffsetStore`` asks once it
+        has refreshed the route; the slave has the master's offsets as last synced (every 10 s) and the writes
+        sent to it since."""
+        _, address = yield from self.reader(broker)
         commands = [
             request(RequestCode.QUERY_CONSUMER_OFFSET, headers.query_consumer_offset(consumer_group, mq))
             for mq in queues
@@ -204,8 +217,12 @@ class RemotingCalls(RemotingWire):
         answered SUCCESS. Java's every-5-s ``persistAll`` repairs such a loss at the next write; a consumer's last
         write at its shutdown is not repaired by anyone, and the next owner then re-delivers the whole queue (seen
         on a real broker: one queue of eight stored nothing after 2 of 12 short drains). After the first answer the
-        table exists and the broker's own map takes concurrent writes."""
-        address = yield from self.master(broker)
+        table exists and the broker's own map takes concurrent writes.
+
+        Written to the master, else (it is down) to a slave, as Java writes them
+        (``findBrokerAddressInSubscribe(name, MASTER_ID, false)``): a 5.3.3 slave stores them, and the consumer
+        writes every offset it holds to the master again once it is back (the core's periodic write, rule O1)."""
+        _, address = yield from self.reader(broker)
         items: list[tuple[MessageQueue, int]] = []
         commands: list[RemotingCommand] = []
         failures: list[str] = []
@@ -275,10 +292,17 @@ class RemotingCalls(RemotingWire):
     def pull(
         self, mq: MessageQueue, consumer_group: str, offset: int, max_messages: int, wait_ms: int
     ) -> Op[PullResult]:
-        address = yield from self.master(mq.broker_name)
+        broker_id, address = yield from self.pull_node(mq)
         command = self.pull_request(mq, consumer_group, offset, max_messages, wait_ms)
         answer = yield from self.call(address, f"PULL_MESSAGE {mq}", command, pull_timeout(wait_ms))
-        return pull_result(mq, address, answer)
+        return self.pulled(mq, broker_id, address, answer)
+
+    def pulled(self, mq: MessageQueue, broker_id: int, address: str, answer: RemotingCommand) -> PullResult:
+        """A pull's answer from ``broker_id`` at ``address`` read (:func:`pull_result`), and its suggestion of
+        where the next pull goes kept, as Java keeps it, only from an answer that is a pull status."""
+        result = pull_result(mq, address, answer, broker_id)
+        self.suggested(mq, suggested_broker(answer, mq, address))
+        return result
 
     def max_offset(self, mq: MessageQueue) -> Op[int]:
         return (yield from self._queue_offset(mq, RequestCode.GET_MAX_OFFSET, headers.get_max_offset(mq)))

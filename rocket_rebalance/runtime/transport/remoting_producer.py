@@ -27,7 +27,9 @@ class RemotingProducer:
         self._wire = pool.wire
 
     def create_topic(self, topic: str, queue_nums: int, brokers: Sequence[str] = ()) -> None:
-        """UPDATE_AND_CREATE_TOPIC at each broker's master, then wait until the name server's route shows it."""
+        """UPDATE_AND_CREATE_TOPIC at every broker of each set, then wait until the name server's route shows it.
+        A slave is sent it too: it would copy the master's topics only at its next sync (every 60 s), and until
+        then answer no pull of the topic."""
         masters = self._pool.brokers()
         names = list(brokers) or sorted(masters)
         unknown = [name for name in names if name not in masters]
@@ -37,11 +39,12 @@ class RemotingProducer:
             )
         ext = headers.create_topic(topic, queue_nums, queue_nums)
         for name in names:
-            self._pool.ok(
-                masters[name],
-                f"UPDATE_AND_CREATE_TOPIC {topic} at {name}",
-                request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext),
-            )
+            for address in self._pool.run(self._wire.addresses(name)).values():
+                self._pool.ok(
+                    address,
+                    f"UPDATE_AND_CREATE_TOPIC {topic} at {name}",
+                    request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext),
+                )
         deadline = time.monotonic() + 15
         while True:
             try:

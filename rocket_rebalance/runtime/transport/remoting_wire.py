@@ -28,7 +28,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from rocket_rebalance.model import AclCredentials, MessageQueue
+from rocket_rebalance.model import MASTER_ID, AclCredentials, MessageQueue
 from rocket_rebalance.remoting import (
     ProtocolError,
     RemotingCommand,
@@ -56,6 +56,7 @@ __all__ = [
     "parsed_body",
     "step",
     "stored_message",
+    "subscribe_node",
     "wire_error",
 ]
 
@@ -188,6 +189,22 @@ def stored_message(mq: MessageQueue, stored: message.StoredMessage) -> Message:
     return built
 
 
+def subscribe_node(addrs: Mapping[int, str], broker_id: int) -> tuple[int, str] | None:
+    """The broker of a set (its addresses by broker ID) that a read meant for ``broker_id`` goes to, as Java's
+    ``MQClientInstance.findBrokerAddressInSubscribe(name, broker_id, false)`` chooses: that broker when the route
+    names it; for a slave ID the next one up; else the set's lowest ID (the master, or while the master is down,
+    the slave its route still names). None for a set with no address. Pulls, offset reads and offset writes go
+    where this says, so with the master gone they reach the slave, as Java's do; always an address of ``addrs``."""
+    if broker_id in addrs:
+        return broker_id, addrs[broker_id]
+    if broker_id != MASTER_ID and broker_id + 1 in addrs:
+        return broker_id + 1, addrs[broker_id + 1]
+    if not addrs:
+        return None
+    lowest = min(addrs)
+    return lowest, addrs[lowest]
+
+
 # ---------------------------------------------------------------------------------------------------------- the wire
 
 
@@ -207,6 +224,7 @@ class RemotingWire:
         self.timeout = timeout
         self._credentials = credentials
         self._broker_addrs: dict[str, dict[int, str]] = {}
+        self._pull_from: dict[MessageQueue, int] = {}  # each queue's broker ID its broker last suggested
         self._addrs_lock = threading.Lock()
         self.sub_version = int(time.time() * 1000)  # the subscriptions' version in heartbeats, pulls, running info
         self.cluster_info_every = CLUSTER_INFO_EVERY  # seconds between look-ups for brokers no route named
@@ -306,7 +324,12 @@ class RemotingWire:
         except ProtocolError as error:
             raise TransportError(f"route of {topic} from {address}: {error}", "INTERNAL") from None
         self._learn(data.broker_addrs)
-        return data.route
+        masterless = frozenset(
+            name
+            for name in data.route.brokers()
+            if data.broker_addrs.get(name) and MASTER_ID not in data.broker_addrs[name]
+        )
+        return replace(data.route, masterless=masterless)
 
     def brokers(self) -> Op[dict[str, str]]:
         """Every broker's master address, from the name server's cluster info."""
@@ -320,7 +343,7 @@ class RemotingWire:
         except ProtocolError as error:
             raise TransportError(f"cluster info from {address}: {error}", "INTERNAL") from None
         self._learn(info.broker_addrs)
-        return {name: addrs[0] for name, addrs in sorted(info.broker_addrs.items()) if 0 in addrs}
+        return {name: addrs[MASTER_ID] for name, addrs in sorted(info.broker_addrs.items()) if MASTER_ID in addrs}
 
     def addresses(self, broker: str) -> Op[dict[int, str]]:
         """The broker's addresses from the routes learnt so far, else from the name server's cluster info."""
@@ -335,10 +358,34 @@ class RemotingWire:
         return dict(addrs)
 
     def master(self, broker: str) -> Op[str]:
+        """The master's address: locks, sends, send-backs and the queues' min/max offsets need the master, as in
+        Java (a set whose master is down grants no lock)."""
         addrs = yield from self.addresses(broker)
-        if 0 not in addrs:
+        if MASTER_ID not in addrs:
             raise TransportError(f"broker {broker} has no master in the route from {self.address}", "UNAVAILABLE")
-        return addrs[0]
+        return addrs[MASTER_ID]
+
+    def reader(self, broker: str, broker_id: int = MASTER_ID) -> Op[tuple[int, str]]:
+        """The broker ID and address a read of ``broker``'s set meant for ``broker_id`` goes to
+        (:func:`subscribe_node`): the master while the route names it, else a slave."""
+        node = subscribe_node((yield from self.addresses(broker)), broker_id)
+        if node is None:
+            raise TransportError(f"broker {broker} has no address in the route from {self.address}", "UNAVAILABLE")
+        return node
+
+    def pull_node(self, mq: MessageQueue) -> Op[tuple[int, str]]:
+        """Where ``mq`` is pulled from: the broker ID its broker suggested in the last pull answer (the master at
+        first), as Java's ``PullAPIWrapper.recalculatePullFromWhichNode``, through :meth:`reader`."""
+        with self._addrs_lock:
+            suggested = self._pull_from.get(mq, MASTER_ID)
+        return (yield from self.reader(mq.broker_name, suggested))
+
+    def suggested(self, mq: MessageQueue, broker_id: int) -> None:
+        """A pull answer's ``suggestWhichBrokerId``: where ``mq``'s next pull goes (Java's
+        ``updatePullFromWhichNode``). A master with ``slaveReadEnable`` suggests a slave when the reads fall behind
+        what its memory holds; a slave suggests the master while it is alive."""
+        with self._addrs_lock:
+            self._pull_from[mq] = broker_id
 
     def learn_cluster(self) -> Op[None]:
         """Learn every broker's addresses from the cluster info, unless it was asked less than
