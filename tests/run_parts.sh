@@ -11,7 +11,9 @@ export PYSPARK_PYTHON=$python
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-"$python" -m pytest -q -p no:cacheprovider tests/rocketmq >"$logs/rocketmq" 2>&1 &
+# The real-RocketMQ modules on two workers, a module to each at a time (each worker starts its own session
+# cluster): they wait on JVMs more than they compute, so two side by side take little more than the longest half.
+"$python" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/rocketmq >"$logs/rocketmq" 2>&1 &
 rocketmq=$!
 "$python" -m pytest -q -p no:cacheprovider -m spark --ignore=tests/rocketmq >"$logs/spark" 2>&1 &
 spark=$!
