@@ -67,9 +67,11 @@ class MixedGroup:
 
     # ------------------------------------------------------------------ members
 
-    def python(self, instance: str, *extra: str) -> ConsumerProcess:
+    def python(self, instance: str, *extra: str, strategy: str | None = None) -> ConsumerProcess:
+        """A Python consumer process of the group, with the group's strategy unless told (``consume`` takes one
+        ``--strategy``)."""
         client_id = f"127.0.0.1@{instance}"
-        args = [*PYTHON_ARGS, "--strategy", self.strategy_name, *extra]
+        args = [*PYTHON_ARGS, "--strategy", strategy or self.strategy_name, *extra]
         member = start_consume_process(
             self.work_dir, self.cluster.namesrv_address, self.group, [self.topic], client_id, args
         )

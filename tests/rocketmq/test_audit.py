@@ -79,7 +79,7 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
         healthy.python("okpy")
         java = split.java("splitjava")
         split.python("splitavg")
-        rogue = split.python("splitrogue", "--strategy", "AVG_BY_CIRCLE")  # the last --strategy wins
+        rogue = split.python("splitrogue", strategy="AVG_BY_CIRCLE")
         cloned.python("single")
         for name in ("first", "second"):
             work_dir = tmp_path / name
