@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole suite as three pytest runs side by side (`make test`): the real-RocketMQ tests, the Spark tests and
-# the rest. The first two spend most of their time waiting on JVMs (brokers, Spark executors), so on two cores the
+# The whole suite as three pytest runs side by side (`make test`): the real-RocketMQ tests (two workers), the Spark
+# tests and the rest. The first two spend most of their time waiting on JVMs (brokers, Spark executors), so on two cores the
 # three together take about the time of the longest instead of the sum. The rest prints its progress live; the
 # other two are printed whole when they end; then each part's closing line, so the output ends with the pass
 # counts (as `make test-pythons` ends with those of the other Pythons). Exit status: 0 only if all three passed;
