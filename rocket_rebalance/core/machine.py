@@ -689,10 +689,12 @@ class RebalanceCore:
     # ------------------------------------------------------------------ rounds (R1-R5)
 
     def _request_round(self, at: float, trigger: str, reason: str = "", kind: str = "") -> None:
-        """Ask for a round at ``at``; the earliest request names the round's trigger (a retry's reason and kind)."""
+        """Ask for a round at ``at``; the earliest request names the round's trigger (a retry's reason and kind).
+        A round put off for a registration (L6) keeps the name of the request it was put off from: the start's,
+        usually, whose round it still is when a route comes meanwhile."""
         if not self._shutting_down and at < self._round_requested_at:
             self._round_requested_at = at
-            self._round_trigger = (trigger, reason, kind)
+            self._round_trigger = self._put_off or (trigger, reason, kind)
 
     def _mark_unbalanced(self, now: float, kind: str, reason: str) -> None:
         """R3: the table is not what the allocation says; ``reason`` (of a :class:`Failure` kind) goes to the
