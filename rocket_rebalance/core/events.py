@@ -118,7 +118,9 @@ class BrokerConnectionLost(Event):
 @dataclass(frozen=True, slots=True)
 class BrokerRegistered(Event):
     """A heartbeat to ``broker_name`` succeeded that was sent after the ``epoch``-th connection loss there (0:
-    none yet), so the broker lists us again (L9)."""
+    none yet), on a connection the broker had confirmed, so the broker lists us again (L6, L9). A heartbeat sent
+    before our connection was listed proves nothing to a consumer whose ID another process uses: the broker lists
+    the ID once per connection, and the one entry it had was the other process's."""
 
     broker_name: str
     epoch: int

@@ -58,10 +58,14 @@ Locks and the fence
       until the list shows our ID once: its queues are released as in L3, and the next round after the other
       consumer leaves (NOTIFY or the periodic round) takes them again. Without locks the share is Java's.
       The count holds only once the broker lists us: with locks, a topic's member list is read only from a broker
-      that answered a heartbeat of ours sent after our last connection loss there (``BrokerRegistered``), since
-      before that the one entry of our ID is the other consumer's, whose queues would be ours too and whose locks
-      the broker would grant us. A round in which no list can be read yet is not a round (as R1): the
-      registration starts it; one in which some can is, and the others count as not read (R3).
+      that answered a heartbeat of ours sent after our last connection loss there and while our own connection
+      there was listed (``BrokerRegistered``: the runtime reports no other), since before that the one entry of
+      our ID is the other consumer's, whose queues would be ours too and whose locks the broker would grant us. A
+      broker lists an ID once per connection, so the answer to a heartbeat sent before our connection was listed
+      (the start's, sent before any notification stream opens; on the gRPC wire, one sent before the stream's
+      greeting) proves nothing: such a list showed a joining clone its ID once, and it took every queue. A round
+      in which no list can be read yet is not a round (as R1): the registration starts it; one in which some can
+      is, and the others count as not read (R3).
   L7. A queue allocated to us whose lock the broker refuses is listed by ``lock_waits()`` with the time of the
       first refusal, until it is granted or the queue is no longer ours, so the runtime can say which queues wait
       and for how long (a holder that was killed keeps its lock until the broker's lock lifetime lapses).
@@ -698,10 +702,12 @@ class RebalanceCore:
     # ------------------------------------------------------------------ rounds (R1-R5)
 
     def _request_round(self, at: float, trigger: str, reason: str = "", kind: str = "") -> None:
-        """Ask for a round at ``at``; the earliest request names the round's trigger (a retry's reason and kind)."""
+        """Ask for a round at ``at``; the earliest request names the round's trigger (a retry's reason and kind).
+        A round put off for a registration (L6) keeps the name of the request it was put off from: the start's,
+        usually, whose round it still is when a route comes meanwhile."""
         if not self._shutting_down and at < self._round_requested_at:
             self._round_requested_at = at
-            self._round_trigger = (trigger, reason, kind)
+            self._round_trigger = self._put_off or (trigger, reason, kind)
 
     def _mark_unbalanced(self, now: float, kind: str, reason: str) -> None:
         """R3: the table is not what the allocation says; ``reason`` (of a :class:`Failure` kind) goes to the

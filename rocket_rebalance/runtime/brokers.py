@@ -249,7 +249,12 @@ class Brokers:
     def _heartbeat_one(self, registration: GroupRegistration, broker: str) -> Steps[None]:
         """One heartbeat, and once more if another was asked for meanwhile (a reconnect's must not be lost behind
         a periodic one under way on the connection that closed). A success is told to the core with the number
-        of connection losses before it was sent (rule L9: only one sent after the last loss lists us again)."""
+        of connection losses before it was sent (rule L9: only one sent after the last loss lists us again), and
+        only if it was sent while our stream to ``broker`` listed us (core rule L6): a broker lists a client ID
+        once per connection, so a heartbeat sent before ours was confirmed (the start's, sent before any stream
+        opens; or one while the gRPC stream awaits its greeting) finds the ID listed once for a clone's
+        connection, and a round that read that list would take the clone's queues and, by the shared ID, its
+        locks. Such a heartbeat is followed by another once the stream lists us (:meth:`_heartbeat_once_listed`)."""
         service = self._service
         again = True
         while again:
@@ -257,6 +262,8 @@ class Brokers:
                 break
             with self._lock:
                 epoch = self._losses.get(broker, 0)
+            stream = self.streams.get(broker)
+            listed = stream is not None and stream.lists_us
             try:
                 yield from self._check_subscriptions(broker, registration.topics)
                 yield from call(Transport.heartbeat, broker, service.config.client_id, registration)
@@ -264,12 +271,29 @@ class Brokers:
                 service.health.failed("heartbeat", error, at=broker)
             else:
                 service.health.ok("heartbeat", at=broker)
-                service.post(BrokerRegistered(broker, epoch))
+                if listed:
+                    service.post(BrokerRegistered(broker, epoch))
+                else:
+                    service.post(partial(self._heartbeat_once_listed, broker))
             with self._lock:
                 again = broker in self._heartbeat_again
                 self._heartbeat_again.discard(broker)
                 if not again:
                     self._heartbeating.discard(broker)
+
+    def _heartbeat_once_listed(self, broker: str) -> None:
+        """(Service context.) After a heartbeat that could not register us (L6), heartbeat ``broker`` again as soon
+        as its stream lists us, looking every shortest reconnect wait while the stream awaits the broker's
+        confirmation. Nothing while no stream is open: its opening sends a heartbeat of its own."""
+        stream = self.streams.get(broker)
+        if stream is None or stream.ended or self._service.closing.is_set():
+            return
+        if stream.lists_us:
+            self.heartbeat(self.topics, [broker])
+        else:
+            self._service.later(
+                self._service.settings.reconnect_backoff[0], partial(self._heartbeat_once_listed, broker)
+            )
 
     def _at_brokers(
         self,

@@ -520,6 +520,19 @@ def test_with_locks_no_member_list_is_read_before_the_broker_lists_us() -> None:
     assert only(d(BrokerRegistered("b0", 0), at=0.2), FetchConsumerList) == [FetchConsumerList(T, "b0")]
 
 
+def test_a_round_put_off_for_the_registration_is_still_the_starts_when_a_route_comes_meanwhile() -> None:
+    """L6, H1: the runtime reports a registration only once its stream there is listed, so the routes (the retry
+    topic's) often come while the start's round waits; it is still the start's round, not the routes'."""
+    retry = MessageQueue("%RETRY%" + G, "b0", 0)
+    d = Drive(topics=(T, retry.topic), registered=())
+    d(RouteUpdated(T, frozenset(QS), "b0"))  # the runtime's start learns the routes first
+    d(Started())
+    d(RouteUpdated(retry.topic, frozenset({retry}), "b0"), at=0.3)
+    d(BrokerRegistered("b0", 0), at=0.5)
+    first = d.core.history.last
+    assert first is not None and first.trigger == "start"
+
+
 def test_a_start_heartbeat_that_fails_is_sent_again_and_after_the_request_timeout_the_rounds_fail() -> None:
     d = Drive(registered=())
     d(Started())

@@ -204,6 +204,18 @@ class GroupRegistration:
 class NotificationStream(Protocol):
     """A broker's notification stream, opened by :meth:`Transport.connect`; ``cancel()`` ends it."""
 
+    @property
+    def lists_us(self) -> bool:
+        """Whether the broker now lists this process by this stream: it confirmed the stream, which has not ended.
+        A broker lists a client ID once per connection, so a heartbeat answered while this is false may have been
+        counted on another process's connection that uses the same ID (core rule L6)."""
+        ...
+
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has ended (``on_end`` was told)."""
+        ...
+
     def cancel(self) -> None: ...
 
 
@@ -217,12 +229,27 @@ a server that ended it without an error)."""
 
 class StreamEnd:
     """The end of a notification stream, said to ``on_end`` once: the reader that saw the connection go and a
-    ``cancel()`` from another thread may both get here, and a consumer must hear of one end, not two."""
+    ``cancel()`` from another thread may both get here, and a consumer must hear of one end, not two. It also
+    keeps whether the broker confirmed the stream (``confirmed``: at once where the stream is the connection the
+    heartbeats travel on; on its greeting where it is a call of its own), for :attr:`lists_us`."""
 
-    def __init__(self, on_end: StreamEnded) -> None:
+    def __init__(self, on_end: StreamEnded, confirmed: bool) -> None:
         self._on_end = on_end
         self._ended = False
+        self._confirmed = confirmed
         self._lock = threading.Lock()
+
+    def confirm(self) -> None:
+        """The broker said it registered the stream (the gRPC wire's ``connected`` greeting)."""
+        self._confirmed = True
+
+    @property
+    def lists_us(self) -> bool:
+        return self._confirmed and not self._ended
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     def end(self, error: TransportError | None) -> None:
         with self._lock:

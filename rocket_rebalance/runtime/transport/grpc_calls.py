@@ -531,19 +531,22 @@ class StubCalls:
 class ConnectStream(StreamEnd):
     """One ``Connect`` stream, read by :func:`read_connect_stream` on an asyncio loop (the threaded transport's
     streams loop, or the asyncio transport's own): group names go to ``on_group``, running-info requests to
-    ``asked(request_id, consumer_group)`` (both must return at once), the ``connected`` greeting nowhere, and the
+    ``asked(request_id, consumer_group)`` (both must return at once), the ``connected`` greeting to
+    :meth:`confirm` (the broker lists the client ID once per open stream, from then on), and the
     stream's end to ``on_end``, once. ``future`` is what reads it (a thread-safe future of the streams loop, or a
     task), cancelled by :meth:`cancel`."""
 
     def __init__(self, on_group: GroupNotified, on_end: StreamEnded, asked: Callable[[str, str], None]) -> None:
-        super().__init__(on_end)
+        super().__init__(on_end, confirmed=False)
         self._on_group = on_group
         self._asked = asked
         self.future: concurrent.futures.Future[None] | asyncio.Future[None] | None = None
 
     def deliver(self, notification: broker_pb2.BrokerNotification) -> None:
         kind = notification.WhichOneof("notification")
-        if kind == "consumer_ids_changed":
+        if kind == "connected":
+            self.confirm()
+        elif kind == "consumer_ids_changed":
             self._on_group(notification.consumer_ids_changed.consumer_group)
         elif kind == "running_info_request":
             request = notification.running_info_request

@@ -79,11 +79,12 @@ def offsets_reset(command: RemotingCommand, client: RunningInfoSource | None, ad
 
 class _Notifications(StreamEnd):
     """The groups a broker notifies on one connection, to ``on_group``, until the connection ends or ``cancel()``
-    (then ``on_end``, once)."""
+    (then ``on_end``, once). Confirmed from the start: the heartbeats travel on the same connection, and the broker
+    lists the client ID for the connection a heartbeat came on."""
 
     def __init__(self, on_group: GroupNotified, on_end: StreamEnded) -> None:
         self._on_group = on_group
-        super().__init__(on_end)
+        super().__init__(on_end, confirmed=True)
 
     def push(self, group: str) -> None:
         if not self._ended:
