@@ -22,7 +22,8 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalClu
     api = getattr(request, "param", "push")
     # heartbeats well within the stub's client expiry (10 s here, 120 s as a broker's), or a live member would drop
     # off the member lists between heartbeats and a peer's dead-holder release (core rule L9) would free its locks
-    consumer_args = ("--rebalance-interval", "2", "--persist-interval", "0.5", "--heartbeat-interval", "3", "--api", api)
+    intervals = ("--rebalance-interval", "2", "--persist-interval", "0.5", "--heartbeat-interval", "3")
+    consumer_args = (*intervals, "--api", api)
     with LocalCluster(
         tmp_path, stub_args=["--enable-faults", "--client-expiry", "10"], consumer_args=consumer_args
     ) as running:
