@@ -59,7 +59,7 @@ for version in "$@"; do
         failed=1
         continue
     fi
-    run "$release" ".venv-$version" "the rest" -m "not spark" --ignore=tests/rocketmq
+    run "$release" ".venv-$version" "the rest" -n 2 -m "not spark" --ignore=tests/rocketmq  # as make test's rest
     if [ "$version" = "$newest" ]; then
         run "$release" ".venv-$version" "real broker, -m smoke" -m smoke tests/rocketmq
     fi
