@@ -157,8 +157,11 @@ def pull(
     stop = threading.Event()
 
     def loop() -> None:
+        # one message a poll: polled messages count as consumed at once (auto-commit), so a larger batch would move
+        # the offset past the replay before the broker's reset offset could be sampled; one at a time, with the
+        # pause, the replay's progress stands for a while at each offset
         while not stop.is_set():
-            deliveries.note(consumer.poll(timeout=0.2))
+            deliveries.note(consumer.poll(max_messages=1, timeout=0.2))
 
     poller = threading.Thread(target=loop, daemon=True)
     poller.start()

@@ -53,6 +53,15 @@ def clients(server: StubServer) -> Iterator[StubClients]:
 
 @pytest.fixture
 def admin(server: StubServer) -> Iterator[GrpcTransport]:
+    """An admin whose questions wait as long as ``WAIT``: a consumer on a loaded machine answers in its own time."""
+    transport = GrpcTransport(server.address, timeout=WAIT)
+    yield transport
+    transport.close()
+
+
+@pytest.fixture
+def impatient(server: StubServer) -> Iterator[GrpcTransport]:
+    """An admin that gives a consumer 1 s to answer (the stub ends the relayed call at the asker's deadline)."""
     transport = GrpcTransport(server.address, timeout=1.0)
     yield transport
     transport.close()
@@ -185,11 +194,11 @@ def test_a_consumer_reports_its_consume_statistics_through_the_stub(server: Stub
 
 
 def test_a_consumer_that_never_answers_ends_the_call_in_its_timeout_and_leaves_nothing_waiting(
-    server: StubServer, admin: GrpcTransport, raw: Callable[[str], RawClient]
+    server: StubServer, impatient: GrpcTransport, raw: Callable[[str], RawClient]
 ) -> None:
     silent = raw("silent")
     with pytest.raises(TransportError, match="consumer 'silent' did not answer within 1 s") as timed_out:
-        admin.consumer_report(GROUP, "silent")
+        impatient.consumer_report(GROUP, "silent")
     assert timed_out.value.code == "DEADLINE_EXCEEDED"
     request = silent.next_request()  # it was asked, and did not answer
     assert server.relay.waiting == 0
