@@ -39,6 +39,7 @@ from rocket_rebalance.model import (
     word_choices,
 )
 from rocket_rebalance.runtime.transport import GROUP_NOT_ONLINE
+from rocket_rebalance.trace import TRACE_TOPIC
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -180,6 +181,7 @@ def _run_consume(args: argparse.Namespace) -> int:
 def _consumer_options(args: argparse.Namespace, client_id: str, metrics: CollectorRegistry | bool) -> dict[str, Any]:
     """What every kind of consumer is given, from the command line."""
     from rocket_rebalance.model import ConsumeFromWhere, MessageModel
+    from rocket_rebalance.runtime.settings import EngineSettings
 
     intervals = {
         name: value
@@ -218,6 +220,7 @@ def _consumer_options(args: argparse.Namespace, client_id: str, metrics: Collect
         "reset_offsets": args.reset_offsets,
         "metrics": metrics,
         "namespace": args.namespace,
+        **({} if args.trace is None else {"settings": EngineSettings(enable_trace=True, trace_topic=args.trace)}),
         **intervals,
     }
 
@@ -652,6 +655,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="text",
         **word_choices(("text", "json")),
         help="json: one JSON object per log line (stderr)",
+    )
+    consume.add_argument(
+        "--trace",
+        nargs="?",
+        const=TRACE_TOPIC,
+        metavar="TOPIC",
+        help=f"write message trace as Java's enableMsgTrace does, to TOPIC (default {TRACE_TOPIC}), so mqadmin "
+        "queryMsgTraceById and the dashboard show this consumer (the broker keeps that topic with "
+        "traceTopicEnable=true)",
     )
     consume.add_argument(
         "--metrics-port",

@@ -466,7 +466,8 @@ class Driver(ABC):
         def snapshot() -> None:
             runs = {} if self.pulling is None else self.pulling.runs
             cached = {mq: run.cached_bytes for mq, run in runs.items()}
-            views.append(take_view(self.core, cached, time.monotonic()))
+            trace = None if self.tracing is None else self.tracing.describe()
+            views.append(take_view(self.core, cached, time.monotonic(), trace))
 
         return views[0] if self.on_service(snapshot) and views else None
 

@@ -152,11 +152,18 @@ class MetricsView:
     last_applied_ago: float | None
     last_trigger: str
     last_cause: str
+    trace: Mapping[str, int] | None = None  # the message trace's lines written, dropped, lost, waiting (None: off)
 
 
-def take_view(core: RebalanceCore, cached_bytes: Mapping[MessageQueue, int], now: float) -> MetricsView:
+def take_view(
+    core: RebalanceCore,
+    cached_bytes: Mapping[MessageQueue, int],
+    now: float,
+    trace: Mapping[str, int] | None = None,
+) -> MetricsView:
     """(Service thread.) The core's figures for a scrape; ``cached_bytes`` is each started queue's bodies pulled
-    and not consumed (the engine keeps them), ``now`` the core's clock."""
+    and not consumed (the engine keeps them), ``now`` the core's clock, ``trace`` what the message trace
+    describes (None: trace is off)."""
     totals = core.history.totals
     messages: dict[str, int] = {}
     sizes: dict[str, int] = {}
@@ -174,4 +181,5 @@ def take_view(core: RebalanceCore, cached_bytes: Mapping[MessageQueue, int], now
         last_applied_ago=None if totals.last_applied_at is None else max(now - totals.last_applied_at, 0.0),
         last_trigger="" if change is None else change.trigger,
         last_cause="" if change is None else change.cause,
+        trace=trace,
     )

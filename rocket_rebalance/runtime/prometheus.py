@@ -13,7 +13,10 @@ happen: each scrape reads the core's totals on the service thread and what :clas
     ``queues_lost_total{topic}``, ``lock_failures_total{topic}``, ``offset_persist_seconds`` (histogram),
     ``offset_persist_failures_total``, ``rebalance_listener_seconds{callback}`` (histogram: how long each
     ``on_queues_assigned``, ``on_queues_revoked`` and ``on_queues_lost`` took; with the fence a revoke holds up
-    the queue's next owner for that long).
+    the queue's next owner for that long); with message trace on, ``trace_lines_total{outcome}`` (trace lines
+    ``written``, ``dropped`` because the bounded buffer was full, ``lost`` because a send was refused or the
+    shutdown's time ran out: each a consumed message whose trace ``queryMsgTraceById`` will not show) and
+    ``trace_waiting_records`` (records buffered, not yet sent).
 ``rocketmq_*``: the RocketMQ 5 client's consumer metrics, with its names, units (ms) and labels (``topic``,
     ``consumer_group``, ``client_id``), so its dashboards read ours unchanged
     ``process_time{invocation_status}`` and ``await_time`` (histograms with its buckets),
@@ -95,6 +98,8 @@ def _describe() -> list[Metric]:
         ("histogram", "rocket_rebalance_offset_persist_seconds"),
         ("counter", "rocket_rebalance_offset_persist_failures"),
         ("histogram", "rocket_rebalance_rebalance_listener_seconds"),
+        ("counter", "rocket_rebalance_trace_lines"),
+        ("gauge", "rocket_rebalance_trace_waiting_records"),
         ("histogram", "rocketmq_process_time"),
         ("histogram", "rocketmq_await_time"),
         ("gauge", "rocketmq_consumer_cached_messages"),
@@ -183,6 +188,18 @@ def _collect_one(families: _Families, source: ConsumerSource) -> None:
         family = families.counter(name, doc, per_topic)
         for topic, count in sorted(counts.items()):
             family.add_metric([*ours, topic], count)
+    if view.trace is not None:
+        lines = families.counter(
+            "rocket_rebalance_trace_lines",
+            "Message trace lines (one per record and message): written, or dropped (buffer full) or lost (send "
+            "refused, shutdown) and so never shown by queryMsgTraceById",
+            (*_OURS, "outcome"),
+        )
+        for outcome in ("written", "dropped", "lost"):
+            lines.add_metric([*ours, outcome], view.trace[outcome])
+        families.gauge(
+            "rocket_rebalance_trace_waiting_records", "Message trace records buffered, not yet sent", _OURS
+        ).add_metric(ours, view.trace["waiting"])
     for name, doc, values in (
         ("rocketmq_consumer_cached_messages", "Messages pulled and not yet consumed", view.cached_messages),
         ("rocketmq_consumer_cached_bytes", "Bytes of the messages pulled and not yet consumed", view.cached_bytes),

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from rocket_rebalance import AsyncPushConsumer, MessageQueue
 from rocket_rebalance.core import RebalanceConfig
+from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.route import QueueData, TopicRoute
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.health import Health
@@ -33,6 +35,7 @@ from rocket_rebalance.runtime.transport.grpc_async import AsyncGrpcTransport
 from rocket_rebalance.trace import TRACE_TOPIC, SubBefore, TraceBean
 from tests.aio import run
 from tests.runtime.test_consumer import FAST, produce
+from tests.runtime.test_metrics import scrape, value
 from tests.stub.conftest import StartStub
 
 REGION = "DefaultRegion"
@@ -346,3 +349,42 @@ def test_untraced_messages_write_nothing() -> None:
 def test_a_trace_batch_size_java_would_not_keep_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="trace_batch_size"):
         EngineSettings(trace_batch_size=bad)  # type: ignore[arg-type]
+
+
+def test_trace_lines_show_in_the_metrics(start_stub: StartStub) -> None:
+    """With metrics on, the trace's lines written, dropped and lost are counters and its waiting records a gauge;
+    a consumer without trace has none of them."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 1)
+    registry = CollectorRegistry()
+    consumed: list[int] = []
+    consumers = [
+        PushConsumer(
+            address,
+            group,
+            topics=["TopicTest"],
+            listener=lambda batch: consumed.extend(m.queue_offset for m in batch),
+            client_id=client,
+            transport=TracedStub(address),
+            settings=EngineSettings(enable_trace=traced),
+            metrics=registry,
+            **FAST,
+        )
+        for group, client, traced in (("GID_traced", "m1", True), ("GID_untraced", "m2", False))
+    ]
+    for consumer in consumers:
+        consumer.start()
+    try:
+        ours = {"group": "GID_traced", "strategy": "AVG", "client": "m1"}
+        # 8 messages, one call each: a SubBefore and a SubAfter line per call, sent 5 s after the first at the latest
+        wait_until(lambda: value(scrape(registry), "rocket_rebalance_trace_lines_total", **ours) == 16, 30, "traced")
+        samples = scrape(registry)
+        for outcome, expected in (("written", 16), ("dropped", 0), ("lost", 0)):
+            assert value(samples, "rocket_rebalance_trace_lines_total", outcome=outcome, **ours) == expected, outcome
+        assert value(samples, "rocket_rebalance_trace_waiting_records", **ours) == 0
+        assert not [name for name, labels in samples if "trace" in name and ("group", "GID_untraced") in labels]
+        untraced = {"group": "GID_untraced", "topic": "TopicTest"}
+        assert value(samples, "rocket_rebalance_assigned_queues", **untraced) == 8  # it was scraped all the same
+    finally:
+        for consumer in consumers:
+            consumer.shutdown()
