@@ -5,7 +5,6 @@ when its first read shows something to confirm (an ownership problem, a stopped 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,8 +80,9 @@ def snapshot(
     cluster = ScriptedCluster(reads)
     monkeypatch.setattr(collector, "open_transport", lambda *args, **kwargs: cluster)
     announced: list[list[str]] = []
-    rereading: Callable[[list[str], float], None] = lambda groups, seconds: announced.append(groups)
-    result = collector.take_snapshot("127.0.0.1:9876", tmp_path / "snap", settle=settle, rereading=rereading)
+    result = collector.take_snapshot(
+        "127.0.0.1:9876", tmp_path / "snap", settle=settle, rereading=lambda groups, seconds: announced.append(groups)
+    )
     marker = json.loads((tmp_path / "snap" / "_snapshot.json").read_text(encoding="utf-8"))
     return result, marker, announced
 
