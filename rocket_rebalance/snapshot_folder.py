@@ -42,12 +42,15 @@ __all__ = [
     "MARKER",
     "MEMBER_SUBSCRIPTIONS",
     "OPTIONAL_TABLES",
+    "STOPPED",
+    "Settle",
     "TABLES",
     "FolderOwner",
     "SnapshotError",
     "check_folder",
     "claim_folder",
     "collector_notes",
+    "collector_settle",
     "create_file",
     "data_files",
     "has_table",
@@ -67,7 +70,13 @@ MEMBER_SUBSCRIPTIONS = "member_subscriptions"
 ``expression``, a row per member and topic. Only ``audit`` reads it (are a group's members subscribing alike?);
 snapshots taken before it existed, and fleet-gen's, have none, and their subscriptions are then not checked."""
 
-COLLECTOR_TABLES = (*TABLES, MEMBER_SUBSCRIPTIONS)
+STOPPED = "stopped"
+"""The live collector's record of the groups with no online consumer: ``group``, ``topic``, ``lag`` (messages
+not consumed, summed over the topic's queues) and ``later_lag`` (the same a settle interval later, read only when
+``lag`` was above 0; else null), a row per group and topic with offsets (one with a null topic when it has none).
+A stopped group is not a failed read; only ``audit`` reads this (does a stopped group's backlog grow?)."""
+
+COLLECTOR_TABLES = (*TABLES, MEMBER_SUBSCRIPTIONS, STOPPED)
 """The tables the live collector writes, in the order it writes them."""
 
 BEFORE_TABLES = ("routes", "members", "subscriptions", "groups", "offsets")
@@ -305,18 +314,59 @@ def publish_folder(staging: Path, out: Path, owner: FolderOwner, document: dict[
 # ---------------------------------------------------------------------------------------------- collector notes
 
 
-def snapshot_partial(snapshot: Path) -> bool:
-    """The collector's ``_snapshot.json`` partial flag (False when the file is absent)."""
+def _marker(snapshot: Path) -> dict[str, Any] | None:
+    """The collector's ``_snapshot.json`` (None when the file is absent)."""
     status = snapshot / MARKER
     if not status.is_file():
-        return False
+        return None
     try:
         document = json.loads(status.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise SnapshotError(f"snapshot {snapshot}: {MARKER} is not JSON: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("partial", False), bool):
+    if not isinstance(document, dict):
+        raise SnapshotError(f"snapshot {snapshot}: {MARKER} must be a JSON object")
+    return document
+
+
+def snapshot_partial(snapshot: Path) -> bool:
+    """The collector's ``_snapshot.json`` partial flag (False when the file is absent)."""
+    document = _marker(snapshot) or {}
+    if not isinstance(document.get("partial", False), bool):
         raise SnapshotError(f'snapshot {snapshot}: {MARKER} must be an object with "partial": true or false')
     return bool(document.get("partial", False))
+
+
+@dataclass(frozen=True)
+class Settle:
+    """The collector's second reads (``_snapshot.json``'s ``settle``): the live groups whose first read showed an
+    ownership problem were read again ``seconds`` later, and showed the same holdings (``held``), other holdings
+    still with a problem (``moving``), or none any more (``settled``)."""
+
+    seconds: float
+    held: frozenset[str]
+    moving: frozenset[str]
+    settled: frozenset[str]
+
+
+def collector_settle(snapshot: Path) -> Settle | None:
+    """The collector's record of its second reads, or None for a snapshot without one (taken before it existed,
+    with ``--settle 0``, or by fleet-gen): its ownership findings then rest on one read."""
+    record = (_marker(snapshot) or {}).get("settle")
+    if record is None:
+        return None
+    try:
+        seconds = record["seconds"]
+        groups = {verdict: record[verdict] for verdict in ("held", "moving", "settled")}
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise ValueError
+        if not all(isinstance(g, list) and all(isinstance(name, str) for name in g) for g in groups.values()):
+            raise ValueError
+    except (KeyError, TypeError, ValueError):
+        raise SnapshotError(
+            f'snapshot {snapshot}: {MARKER}\'s "settle" must hold "seconds" above 0 and the lists "held", "moving" '
+            'and "settled" of group names'
+        ) from None
+    return Settle(float(seconds), *(frozenset(groups[v]) for v in ("held", "moving", "settled")))
 
 
 def collector_notes(snapshot: Path) -> list[dict[str, Any]]:

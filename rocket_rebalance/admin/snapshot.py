@@ -8,9 +8,19 @@ message model), every consumer's own report of the queues it holds (GET_CONSUMER
 (offsets), and the route of every subscribed topic.
 
 What could not be read is not guessed: each such thing is a ``rejected`` row with the reason (consumer offline,
-timeout, no online consumer, route missing), and the snapshot is then *partial*, which ``_snapshot.json`` and the
-command's exit status say. Groups are read in parallel by a bounded thread pool; rows are written by the calling
-thread only, as groups finish, so memory holds one group's rows at a time, not the fleet's.
+timeout, route missing), and the snapshot is then *partial*, which ``_snapshot.json`` and the command's exit status
+say. A group with no online consumer is not a failed read: stopping a group's consumers is an operator's normal
+act. It is a ``stopped`` row per topic with the group's lag there (:data:`~.snapshot_folder.STOPPED`), and the
+snapshot stays whole. Groups are read in parallel by a bounded thread pool; rows are written by the calling thread
+only, as groups finish, so memory holds one group's rows at a time, not the fleet's (but for the few read twice).
+
+A snapshot is one moment, and a moment of a rebalance is not a state to act on: while a group's members move queues
+between them, some queue is briefly held twice or by nobody. So a group whose first read shows an ownership problem
+(a member holding other queues than the group's strategy gives it) is read again ``settle`` seconds later, and
+``_snapshot.json``'s ``settle`` record says what the second read showed: the same members holding the same queues
+(``held``: the problem is a state), still other holdings with a problem (``moving``), or no problem any more
+(``settled``). A stopped group with a backlog is read again too, and its ``later_lag`` says whether messages keep
+arriving with nobody to take them. Only those groups wait: a healthy fleet's snapshot takes no longer.
 
 The output folder follows the owned-folder rule of :mod:`rocket_rebalance.snapshot_folder`, which fleet-gen follows
 too: new, empty, or an earlier snapshot, whose files listed in its ``_snapshot.json`` are replaced and nothing else.
@@ -28,6 +38,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -37,30 +48,42 @@ from typing import Any
 
 from rocket_rebalance.model import (
     AclCredentials,
+    MessageQueue,
     TlsSettings,
     check_group_name,
     check_topic_name,
+    prepare_rebalance_input,
     retry_topic,
     sort_queues,
 )
+from rocket_rebalance.plan import plan
 from rocket_rebalance.route import TopicRoute
-from rocket_rebalance.runtime.transport import AdminTransport, ConnectionRow, ConsumerReport, TransportError
+from rocket_rebalance.runtime.transport import (
+    AdminTransport,
+    ConnectionRow,
+    ConsumerReport,
+    ProgressRow,
+    TransportError,
+)
 from rocket_rebalance.runtime.transport.wire import open_transport, parse_address
 from rocket_rebalance.snapshot_folder import (
     COLLECTOR,
     COLLECTOR_FILES,
     COLLECTOR_TABLES,
     MEMBER_SUBSCRIPTIONS,
+    STOPPED,
     check_folder,
     create_file,
     publish_folder,
     staged_folder,
 )
-from rocket_rebalance.strategies import strategy_name
+from rocket_rebalance.strategies import create_strategy, spans_topics, strategy_name
 from rocket_rebalance.subscription import SubscriptionExpression
 
 __all__ = [
+    "DEFAULT_SETTLE",
     "MAX_CONCURRENCY",
+    "MAX_SETTLE",
     "SYSTEM_GROUPS",
     "ClusterReadError",
     "SnapshotResult",
@@ -69,6 +92,11 @@ __all__ = [
 ]
 
 MAX_CONCURRENCY = 64
+DEFAULT_SETTLE = 20.0
+"""Seconds between a suspect group's two reads: Java's rebalance interval, so members that were mid-round at the
+first read have had a whole periodic round (besides the immediate one a member change triggers) to finish it, and
+a stopped group's topic a fair chance to receive a message. A healthy fleet never waits them."""
+MAX_SETTLE = 600.0
 DEFAULT_STRATEGY = "AVG"  # Java's DefaultMQPushConsumer default, AllocateMessageQueueAveragely
 
 SYSTEM_GROUPS = frozenset(
@@ -178,9 +206,21 @@ class _GroupRows:
     skipped: str = ""
     defaulted: bool = False
     read: bool = True
+    read_at: float = 0.0
 
     def reject(self, client_id: str | None, reason: str) -> None:
         self.rows["rejected"].append({"group": self.group, "client_id": client_id, "reason": reason})
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.rows[STOPPED])
+
+    def holdings(self) -> tuple[list[str], frozenset[tuple[str, str, str, int]]]:
+        """The members (with a client ID shared by two processes listed twice) and what each reports holding: two
+        reads that give the same show a state, not a moment of a move."""
+        members = sorted(row["client_id"] for row in self.rows["members"])
+        held = frozenset((r["client_id"], r["topic"], r["broker"], r["queue_id"]) for r in self.rows["observed"])
+        return members, held
 
 
 def _reason(error: TransportError) -> str:
@@ -245,7 +285,8 @@ def _read_group(transport: AdminTransport, group: str, topic_patterns: Sequence[
             return result
         connections = []
     if not connections:  # RocketMQ says CONSUMER_NOT_ONLINE, the stub lists nobody
-        result.reject(None, "group with no online consumer")
+        _read_stopped(transport, result, topic_patterns)
+        result.read_at = time.monotonic()
         return result
     topics = _kept_topics(group, (t for row in connections for t in row.topics), topic_patterns)
     if not topics:
@@ -309,7 +350,86 @@ def _read_group(transport: AdminTransport, group: str, topic_patterns: Sequence[
         for row in progress
         if row.mq.topic in kept and row.consumer_offset >= 0
     ]
+    result.read_at = time.monotonic()
     return result
+
+
+def _read_stopped(transport: AdminTransport, result: _GroupRows, topic_patterns: Sequence[str]) -> None:
+    """A group with no online consumer: its lag per topic from the brokers' consume stats (no offsets stored: one
+    row without a topic). Consume stats that cannot be read are a rejected row, as for a live group."""
+    try:
+        progress = transport.consumer_progress(result.group, owners=False)
+    except TransportError as error:
+        progress = []
+        if error.code != "NOT_FOUND":
+            result.reject(None, f"consume stats {_reason(error)}")
+    lags = _lags(progress)
+    topics = _kept_topics(result.group, lags, topic_patterns)
+    if topic_patterns and not topics:
+        result.skipped = "no topic with offsets matches --topic"
+        return
+    result.rows[STOPPED] = [
+        {"group": result.group, "topic": topic, "lag": lags[topic], "later_lag": None} for topic in topics
+    ] or [{"group": result.group, "topic": None, "lag": 0, "later_lag": None}]
+
+
+def _lags(progress: Iterable[ProgressRow]) -> Counter[str]:
+    """Messages not yet consumed per topic: the queues' max offsets less the group's committed ones (a queue it
+    never committed an offset for has no lag to speak of)."""
+    lags: Counter[str] = Counter()
+    for row in progress:
+        if row.consumer_offset >= 0:
+            lags[row.mq.topic] += max(0, row.broker_offset - row.consumer_offset)
+    return lags
+
+
+def _backlog(result: _GroupRows) -> bool:
+    return any(row["lag"] > 0 for row in result.rows[STOPPED])
+
+
+def _read_lag_again(transport: AdminTransport, result: _GroupRows) -> None:
+    """A stopped group's lag a settle interval after its first read, as ``later_lag`` of its rows: a backlog that
+    grew has messages arriving that nobody consumes. A failed read leaves ``later_lag`` empty and says why."""
+    try:
+        progress = transport.consumer_progress(result.group, owners=False)
+    except TransportError as error:
+        result.reject(None, f"consume stats, read again {_reason(error)}")
+        return
+    lags = _lags(progress)
+    for row in result.rows[STOPPED]:
+        if row["topic"] is not None:
+            row["later_lag"] = lags[row["topic"]]
+
+
+def _ownership_problem(result: _GroupRows, routes: _Routes) -> bool:
+    """Whether a reporting member holds other queues than the group's strategy computes for it over the listed
+    members and the routes (what the audit's observed checks compare in full): a group for which this is False
+    has no ownership finding to confirm, so it is read once. Where the share cannot be computed here (a strategy
+    needing options, an unknown name), the group counts as suspect: a second read costs time, never a finding."""
+    if not result.rows["groups"] or result.rows["groups"][0]["message_model"] == "BROADCASTING":
+        return False
+    queues: list[MessageQueue] = []
+    for topic in result.topics:
+        route = routes.get(topic)
+        if isinstance(route, TopicRoute):
+            queues.extend(route.subscribe_queues())
+    members = [row["client_id"] for row in result.rows["members"]]
+    reporting = {row["client_id"] for row in result.rows["members"] if row["reported"]}
+    try:
+        strategy = create_strategy(result.rows["groups"][0]["strategy"])
+        shares: dict[str, set[MessageQueue]] = {cid: set() for cid in members}
+        by_topic = [queues] if spans_topics(strategy) else [[q for q in queues if q.topic == t] for t in result.topics]
+        for topic_queues in by_topic:
+            if topic_queues:
+                ready = prepare_rebalance_input(topic_queues, members, warn=False)
+                for cid, share in plan(strategy, result.group, ready.mq_all, ready.cid_all).items():
+                    shares[cid].update(share)
+    except (ValueError, TypeError):  # the strategies' errors (unknown name, options missing) are ValueErrors
+        return True
+    held: dict[str, set[MessageQueue]] = {cid: set() for cid in reporting}
+    for row in result.rows["observed"]:
+        held.setdefault(row["client_id"], set()).add(MessageQueue(row["topic"], row["broker"], row["queue_id"]))
+    return any(held[cid] != shares.get(cid, set()) for cid in reporting) or len(members) != len(set(members))
 
 
 def _members(
@@ -396,27 +516,43 @@ def take_snapshot(
     credentials: AclCredentials | None = None,
     tls: TlsSettings | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    settle: float = DEFAULT_SETTLE,
+    rereading: Callable[[list[str], float], None] | None = None,
 ) -> SnapshotResult:
     """Collect the cluster at ``address`` into ``out`` (see the module's docstring).
 
-    ``progress(done, total, rejected)`` is called after each group. Arguments and the output folder are checked
-    before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all (no listing, or
-    not one group's connection list) raises :class:`ClusterReadError` and leaves ``out`` as it was."""
+    ``progress(done, total, rejected)`` is called after each group. Groups whose first read shows an ownership
+    problem, and stopped groups with a backlog, are read again ``settle`` seconds later (0: never);
+    ``rereading(groups, seconds)`` is called before that wait. Arguments and the output folder are checked before
+    the cluster is asked anything (``ValueError``); a cluster that cannot be read at all (no listing, or not one
+    group's connection list) raises :class:`ClusterReadError` and leaves ``out`` as it was."""
     check_patterns(group_patterns, "--group", check_group_name)
     check_patterns(topic_patterns, "--topic", check_topic_name)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"--concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
     if not 0 < timeout <= 600:
         raise ValueError(f"--timeout must be more than 0 and at most 600 seconds, got {timeout!r}")
+    if not 0 <= settle <= MAX_SETTLE:
+        raise ValueError(f"--settle must be 0 to {MAX_SETTLE:g} seconds, got {settle!r}")
     wire, _ = parse_address(address)
     check_folder(out, COLLECTOR)  # again when publishing: a refusal now costs no reading
     started = datetime.datetime.now(datetime.UTC)
     filters = _Filters(tuple(group_patterns), tuple(topic_patterns), include_system)
     transport = open_transport(address, token=token, timeout=timeout, credentials=credentials, tls=tls)
     try:
-        return _collect(transport, _Target(address, wire, out, started), filters, concurrency, progress)
+        target = _Target(address, wire, out, started)
+        return _collect(transport, target, filters, concurrency, _Reporting(progress, settle, rereading))
     finally:
         transport.close()
+
+
+@dataclass(frozen=True)
+class _Reporting:
+    """What the caller asked to hear while the snapshot is taken, and how long a suspect group settles."""
+
+    progress: Callable[[int, int, int], None] | None
+    settle: float
+    rereading: Callable[[list[str], float], None] | None
 
 
 @dataclass(frozen=True)
@@ -459,11 +595,7 @@ def _listings(transport: AdminTransport, address: str) -> tuple[set[str] | None,
 
 
 def _collect(
-    transport: AdminTransport,
-    target: _Target,
-    filters: _Filters,
-    concurrency: int,
-    progress: Callable[[int, int, int], None] | None,
+    transport: AdminTransport, target: _Target, filters: _Filters, concurrency: int, reporting: _Reporting
 ) -> SnapshotResult:
     known, listed = _listings(transport, target.address)
     skipped: dict[str, list[str]] = {"system": [], "group_filter": [], "topic_filter": []}
@@ -478,9 +610,9 @@ def _collect(
     with staged_folder(target.out, COLLECTOR) as staging:
         tables = _Tables(staging)
         routes = _Routes(transport, known)
-        routed: set[str] = set()
-        defaulted: list[str] = []
+        written = _Written(tables, routes)
         unread: list[_GroupRows] = []
+        suspects: list[_GroupRows] = []
         done = 0
         try:
             with ThreadPoolExecutor(concurrency, thread_name_prefix="rr-snapshot") as pool:
@@ -494,16 +626,17 @@ def _collect(
                         unread.append(result)
                     if result.skipped:
                         skipped["topic_filter"].append(result.group)
+                    elif reporting.settle and (
+                        _backlog(result) if result.stopped else _ownership_problem(result, routes)
+                    ):
+                        suspects.append(result)  # written after its second read
                     else:
-                        for table in COLLECTOR_TABLES:
-                            tables.write(table, result.rows[table])
-                        new_topics = [topic for topic in result.topics if topic not in routed]
-                        routed.update(new_topics)
-                        tables.write("routes", _route_rows(routes, new_topics))
-                        if result.defaulted:
-                            defaulted.append(result.group)
-                    if progress is not None:
-                        progress(done, len(selected), tables.counts["rejected"])
+                        written.add(result)
+                    if reporting.progress is not None:
+                        reporting.progress(done, len(selected), tables.counts["rejected"])
+                settle = (
+                    _read_again(transport, pool, suspects, filters, reporting, written) if reporting.settle else None
+                )
             files = tables.finish()
         finally:
             tables.close()
@@ -531,17 +664,84 @@ def _collect(
             },
             "groups_listed": len(listed),
             "groups_read": groups_read,
+            "groups_stopped": written.stopped,
             "counts": counts,
             "skipped": {reason: sorted(groups) for reason, groups in skipped.items()},
             "strategy_defaulted": {
                 "strategy": DEFAULT_STRATEGY,
                 "why": "no consumer of the group reported its strategy (Java's default assumed)",
-                "groups": sorted(defaulted),
+                "groups": sorted(written.defaulted),
             },
+            "settle": settle,
             "files": files,
         }
         publish_folder(staging, target.out, COLLECTOR, document)
     return SnapshotResult(target.out, counts, groups_read, partial)
+
+
+class _Written:
+    """The groups' rows as they go into the tables, each topic's route once, and what the marker counts."""
+
+    def __init__(self, tables: _Tables, routes: _Routes) -> None:
+        self._tables = tables
+        self.routes = routes
+        self._routed: set[str] = set()
+        self.defaulted: list[str] = []
+        self.stopped = 0
+
+    def add(self, result: _GroupRows) -> None:
+        for table in COLLECTOR_TABLES:
+            self._tables.write(table, result.rows[table])
+        new_topics = [topic for topic in result.topics if topic not in self._routed]
+        self._routed.update(new_topics)
+        self._tables.write("routes", _route_rows(self.routes, new_topics))
+        if result.defaulted:
+            self.defaulted.append(result.group)
+        self.stopped += result.stopped
+
+
+def _read_again(
+    transport: AdminTransport,
+    pool: ThreadPoolExecutor,
+    suspects: list[_GroupRows],
+    filters: _Filters,
+    reporting: _Reporting,
+    written: _Written,
+) -> dict[str, Any] | None:
+    """Read the suspect groups again once ``settle`` seconds have passed since the last of their first reads, write
+    what the second read gave, and return the marker's ``settle`` record: the interval, and which live groups
+    showed the same holdings twice (``held``), other holdings still with a problem (``moving``), or no problem
+    any more (``settled``). A group that stopped or failed in between is written as its second read found it.
+    None when ``settle`` is 0: nothing was read twice, so the marker claims nothing about it."""
+    if not reporting.settle:
+        return None
+    record: dict[str, Any] = {"seconds": reporting.settle, "held": [], "moving": [], "settled": []}
+    if not suspects:
+        return record
+    if reporting.rereading is not None:
+        reporting.rereading(sorted(result.group for result in suspects), reporting.settle)
+    time.sleep(max(0.0, max(result.read_at for result in suspects) + reporting.settle - time.monotonic()))
+
+    def again(first: _GroupRows) -> tuple[_GroupRows, str | None]:
+        if first.stopped:
+            _read_lag_again(transport, first)
+            return first, None
+        second = _read_group(transport, first.group, filters.topic_patterns, written.routes)
+        if second.skipped:  # its subscriptions changed in between: the first read is what there is
+            return first, None
+        if not second.read or second.stopped:
+            return second, None
+        if not _ownership_problem(second, written.routes):
+            return second, "settled"
+        return second, "held" if first.holdings() == second.holdings() else "moving"
+
+    for result, verdict in pool.map(again, suspects):
+        written.add(result)
+        if verdict is not None:
+            record[verdict].append(result.group)
+    for verdict in ("held", "moving", "settled"):
+        record[verdict].sort()
+    return record
 
 
 def _route_rows(routes: _Routes, topics: Iterable[str]) -> list[dict[str, Any]]:

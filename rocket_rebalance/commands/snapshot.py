@@ -1,7 +1,9 @@
 """``rocket-rebalance snapshot``: a live cluster's consumer groups as the fleet pipeline's snapshot tables.
 
-Exit status: 0 for a complete snapshot, 3 for a partial one (something could not be read: see ``rejected.jsonl``),
-2 for an error (bad argument or address, name server unreachable, unusable ``--out``), with one line on stderr.
+Exit status (:data:`EXIT_STATUS`): 0 for a complete snapshot (groups with no online consumer included: they are
+recorded with their lag, not failed reads), 3 when something could not be read (a partial snapshot, see
+``rejected.jsonl``; or the cluster not at all), 2 for a usage error (bad argument or address, unusable ``--out``),
+with one line on stderr.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ import sys
 import time
 from pathlib import Path
 
+from rocket_rebalance.admin.snapshot import DEFAULT_SETTLE, ClusterReadError, take_snapshot
 from rocket_rebalance.commands.options import acl_credentials, add_connection_options, duration, tls_settings
+from rocket_rebalance.model import printable
 
-__all__ = ["PARTIAL", "register"]
+__all__ = ["EXIT_STATUS", "PARTIAL", "register"]
 
 PARTIAL = 3
+EXIT_STATUS = "Exit status: 0 complete; 3 could not read everything (partial) or the cluster at all; 2 usage error."
 _PROGRESS_EVERY = 1.0  # seconds between progress lines
 
 
@@ -34,22 +39,35 @@ class _Progress:
         print(f"snapshot: {done}/{total} groups, {rejected} rejected", file=sys.stderr, flush=True)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from rocket_rebalance.admin.snapshot import take_snapshot
-
-    result = take_snapshot(
-        args.namesrv,
-        args.out,
-        group_patterns=args.group or (),
-        topic_patterns=args.topic or (),
-        include_system=args.include_system,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        token=args.token,
-        credentials=acl_credentials(args),
-        tls=tls_settings(args),
-        progress=_Progress(),
+def _rereading(groups: list[str], seconds: float) -> None:
+    print(
+        f"snapshot: {len(groups)} groups read again in {seconds:g} s, to see whether what their first read showed "
+        "holds (an ownership problem, or a stopped group's backlog)",
+        file=sys.stderr,
+        flush=True,
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        result = take_snapshot(
+            args.namesrv,
+            args.out,
+            group_patterns=args.group or (),
+            topic_patterns=args.topic or (),
+            include_system=args.include_system,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            token=args.token,
+            credentials=acl_credentials(args),
+            tls=tls_settings(args),
+            progress=_Progress(),
+            settle=args.settle,
+            rereading=_rereading,
+        )
+    except ClusterReadError as error:  # the cluster could not be read: not a usage error
+        print(f"rocket-rebalance: {printable(str(error))}", file=sys.stderr)
+        return PARTIAL
     summary = {"out": str(result.out), "groups_read": result.groups, "partial": result.partial, "rows": result.counts}
     print(json.dumps(summary))
     if result.partial:
@@ -68,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="collect a live cluster's consumer groups into snapshot tables for `impact`",
         description="Collect the consumer groups of a live cluster into a snapshot folder (the tables `impact` "
         "reads), plus what each consumer reports holding (observed.jsonl) and what could not be read "
-        "(rejected.jsonl). Exit status 0: complete; 3: partial; 2: error.",
+        "(rejected.jsonl); groups with no online consumer with their lag (stopped.jsonl). " + EXIT_STATUS,
     )
     add_connection_options(parser, required=True)
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="new, empty or earlier snapshot folder")
@@ -79,4 +97,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--include-system", action="store_true", help="also RocketMQ's own groups (TOOLS_CONSUMER...)")
     parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="groups read at once, 1 to 64")
     parser.add_argument("--timeout", type=duration(), default=5.0, metavar="S", help="seconds per request (default 5)")
+    parser.add_argument(
+        "--settle",
+        type=duration(zero=True),
+        default=DEFAULT_SETTLE,
+        metavar="S",
+        help="read a group again S seconds later when its first read shows an ownership problem or a stopped "
+        f"group's backlog, so findings describe a state, not a moment of a rebalance (default {DEFAULT_SETTLE:g}: "
+        "Java's rebalance interval; 0: never)",
+    )
     parser.set_defaults(handler=_run)

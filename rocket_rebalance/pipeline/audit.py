@@ -3,8 +3,17 @@
 The job runs on the snapshot alone (no scenario, no strategy comparison, no report unless asked); the findings are
 its violations (computed from the settings and member lists, and ``observed`` ones from what consumers report
 holding) plus the collector's own notes: the consumers and groups it could not read (``rejected.jsonl``) and
-whether the snapshot is partial (``_snapshot.json``). Exit status: 0 nothing found, 1 findings, 2 bad input or the
-job could not run.
+whether the snapshot is partial (``_snapshot.json``). Exit status (:data:`EXIT_STATUS`): 0 nothing to act on, 1
+findings, 2 bad input or the job could not run, 3 nothing found in what could be read, but something could not
+(a partial snapshot, rejected input rows): a cron check then says "look again", not "all clear".
+
+Findings describe states, not moments. A group with no online consumer is not one (operators stop consumers); it
+is one when its backlog grows: the collector read its lag twice, a settle interval apart (``stopped.jsonl``), and
+a lag that grew means messages keep arriving with nobody to consume them. Other stopped groups are listed, not
+found. Ownership found in what live members report holding (queues held twice or by nobody, a member holding other
+queues than its share) is a moment of every rebalance: the collector reads such a group again a settle interval
+later (``_snapshot.json``'s ``settle``), and the finding then says it held across the two reads; a group whose
+holdings changed in between is still moving, and its ownership is not judged (the output names it).
 
 Besides the job's findings, one per group and topic whose members do not subscribe alike, read without Spark from
 the collector's record of each member's own subscriptions (``member_subscriptions``): who subscribes which
@@ -33,11 +42,17 @@ from pathlib import Path
 from typing import Any
 
 from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, check_group_name, check_topic_name, first_few, printable
+from rocket_rebalance.pipeline.observed import OBSERVED, OWNERSHIP_KINDS
 from rocket_rebalance.pipeline.sides import MORE_CONSUMERS_THAN_QUEUES
 from rocket_rebalance.snapshot_folder import (
+    COLLECTOR_FILES,
+    COLLECTOR_TABLES,
     MEMBER_SUBSCRIPTIONS,
+    STOPPED,
+    Settle,
     SnapshotError,
     collector_notes,
+    collector_settle,
     data_files,
     has_table,
     table_path,
@@ -51,12 +66,17 @@ from rocket_rebalance.subscription import (
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "EXIT_STATUS",
     "FINDING_COLUMNS",
+    "GROWING_BACKLOG",
     "Audit",
+    "backlog_findings",
     "expected_idleness",
     "format_audit",
+    "judged",
     "member_subscriptions",
     "run_audit",
+    "stopped_groups",
     "subscription_findings",
 ]
 
@@ -68,6 +88,14 @@ inconsistent subscription the members concerned (the first few, then how many mo
 DEFAULT_LIMIT = 50
 """Findings an audit keeps (and the command prints) unless told otherwise."""
 
+
+EXIT_STATUS = (
+    "Exit status: 0 nothing to act on; 1 findings; 2 usage error or the job could not run; 3 nothing found in what "
+    "could be read, but something could not (a partial snapshot, rejected input rows)."
+)
+
+GROWING_BACKLOG = "stopped_with_backlog"
+"""A finding's kind: a group with no online consumer whose backlog grew between the collector's two reads."""
 
 INCONSISTENT_SUBSCRIPTION = "inconsistent_subscription"
 """A finding's kind: members of a group subscribe a topic differently (or not at all)."""
@@ -94,12 +122,22 @@ class Audit:
     rejected_rows: int = 0
     left_out: int = 0
     subscriptions_recorded: bool = True
+    stopped: list[dict[str, Any]] = field(default_factory=list)
+    moving: list[str] = field(default_factory=list)
+    settle_seconds: float | None = None
+
+    @property
+    def unread(self) -> bool:
+        """Something was not read (a partial snapshot) or not checked (rejected input rows)."""
+        return self.partial or bool(self.rejected_rows)
 
     @property
     def status(self) -> int:
-        """0 when nothing was found, 1 for any finding, a partial snapshot or rejected input rows (what was not
-        read or not checked could hide a problem, so it is not "nothing found"): the exit status."""
-        return 1 if self.findings or self.left_out or self.partial or self.rejected_rows else 0
+        """The exit status: 1 for any finding (something to act on, whatever else was not read), else 3 when
+        something was not read or not checked (it could hide a problem, so it is not "nothing found"), else 0."""
+        if self.findings or self.left_out:
+            return 1
+        return 3 if self.unread else 0
 
 
 def expected_idleness(row: Mapping[str, Any]) -> bool:
@@ -127,12 +165,26 @@ def _sort_key(finding: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(finding[k] or "") for k in FINDING_COLUMNS)
 
 
+def judged(finding: dict[str, Any], settle: Settle | None) -> dict[str, Any] | None:
+    """An ownership finding from what live members report holding, as the collector's second read judged its group
+    (:class:`~rocket_rebalance.snapshot_folder.Settle`): said to have held across the two reads, or None (not a
+    finding) when the group's holdings changed in between, a rebalance caught mid-round. Any other finding, and
+    any of a group read once (no problem at its first read, or a snapshot without the record), as it is."""
+    if settle is None or finding["side"] != OBSERVED or finding["kind"] not in OWNERSHIP_KINDS:
+        return finding
+    if finding["group"] in settle.moving:
+        return None
+    if finding["group"] in settle.held:
+        return {**finding, "reason": f"{finding['reason']} (held for {settle.seconds:g} s across two reads)"}
+    return finding
+
+
 def _first_findings(
-    violations: Path, limit: int, extra: Sequence[dict[str, Any]] = ()
+    violations: Path, limit: int, extra: Sequence[dict[str, Any]] = (), settle: Settle | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """The first ``limit`` findings of the written violations table and ``extra`` (the subscription findings) in
-    sort order, and how many there are in all: the table read a batch at a time and kept in a heap of ``limit``, so
-    memory does not grow with the fleet's findings."""
+    """The first ``limit`` findings of the written violations table (each :func:`judged` by ``settle``) and
+    ``extra`` (the subscription and backlog findings) in sort order, and how many there are in all: the table read
+    a batch at a time and kept in a heap of ``limit``, so memory does not grow with the fleet's findings."""
     import pyarrow.dataset as ds
 
     total = len(extra)
@@ -142,10 +194,14 @@ def _first_findings(
         yield from extra
         for batch in ds.dataset(violations, format="parquet").to_batches(columns=_VIOLATION_COLUMNS):
             for row in batch.to_pylist():
-                if not expected_idleness(row):
+                finding = None if expected_idleness(row) else judged(
+                    {**{k: row[k] for k in ("group", "topic", "side", "kind")}, "where": _where(row),
+                     "reason": row["reason"]},
+                    settle,
+                )  # fmt: skip
+                if finding is not None:
                     total += 1
-                    yield {**{k: row[k] for k in ("group", "topic", "side", "kind")}, "where": _where(row),
-                           "reason": row["reason"]}  # fmt: skip
+                    yield finding
 
     rows = findings()
     kept = heapq.nsmallest(limit, rows, key=_sort_key)
@@ -192,6 +248,64 @@ def _subscription_row(line: str) -> tuple[str, str, str, SubscriptionExpression]
     except ExpressionError as error:
         raise ValueError(f"{printable(expression)!r}: {error}") from None
     return check_group_name(row["group"]), client_id, check_topic_name(row["topic"]), parsed
+
+
+def stopped_groups(snapshot: Path) -> list[dict[str, Any]]:
+    """The collector's record of the groups with no online consumer
+    (:data:`~rocket_rebalance.snapshot_folder.STOPPED`), sorted; none for a snapshot without it. A bad row is a
+    :class:`~rocket_rebalance.snapshot_folder.SnapshotError` naming its line, never a guess."""
+    path = snapshot / COLLECTOR_FILES[COLLECTOR_TABLES.index(STOPPED)]
+    if not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(_stopped_row(line))
+            except (ValueError, TypeError, KeyError) as error:
+                raise SnapshotError(f"snapshot {snapshot}: {path.name} line {number}: {error}") from None
+    return sorted(rows, key=lambda row: (row["group"], row["topic"] or ""))
+
+
+def _stopped_row(line: str) -> dict[str, Any]:
+    row = json.loads(line)
+    if not isinstance(row, dict):
+        raise ValueError("not a JSON object")
+    lag, later = row["lag"], row.get("later_lag")
+    for name, value in (("lag", lag), ("later_lag", later)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name} must be a whole number of 0 or more, got {value!r}")
+    if lag is None:
+        raise ValueError("lag is missing")
+    topic = row.get("topic")
+    return {
+        "group": check_group_name(row["group"]),
+        "topic": None if topic is None else check_topic_name(topic),
+        "lag": lag,
+        "later_lag": later,
+    }
+
+
+def backlog_findings(stopped: Sequence[Mapping[str, Any]], seconds: float | None) -> list[dict[str, Any]]:
+    """A finding per stopped group and topic whose backlog grew between the collector's two reads (``seconds``
+    apart): messages keep arriving and nobody consumes them, what an operator's check is for. A backlog that did
+    not grow (a retired group's leftovers, a topic nobody writes to now) and a stopped group without one are not
+    findings: stopping consumers is normal."""
+    return [
+        {
+            "group": row["group"],
+            "topic": row["topic"],
+            "side": OBSERVED,
+            "kind": GROWING_BACKLOG,
+            "where": "no online consumer",
+            "reason": f"no online consumer, and the backlog grew from {row['lag']} to {row['later_lag']} messages "
+            + (f"in {seconds:g} s" if seconds else "between two reads"),
+        }
+        for row in stopped
+        if row["later_lag"] is not None and row["later_lag"] > row["lag"]
+    ]
 
 
 def _quoted(expression: SubscriptionExpression) -> str:
@@ -259,7 +373,13 @@ def run_audit(
         raise ValueError(f"snapshot {snapshot}: not a folder")
     notes = collector_notes(snapshot)  # before Spark starts: a bad file is one line at once
     subscribed = member_subscriptions(snapshot)
-    inconsistent = subscription_findings(subscribed) if subscribed is not None else []
+    settle = collector_settle(snapshot)
+    stopped = stopped_groups(snapshot)
+    seconds = settle.seconds if settle is not None else None
+    extra = [
+        *(subscription_findings(subscribed) if subscribed is not None else []),
+        *backlog_findings(stopped, seconds),
+    ]
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="rr-audit-"))
     try:
         with spark_failures() as log:
@@ -267,12 +387,15 @@ def run_audit(
                 snapshot, folder, master=master, spark=spark, report=report, progress=progress, conf=conf,
                 spark_log=log,
             )  # fmt: skip
-        findings, total = _first_findings(folder / "violations.parquet", limit, inconsistent)
+        findings, total = _first_findings(folder / "violations.parquet", limit, extra, settle)
     finally:
         if out is None:
             shutil.rmtree(folder, ignore_errors=True)
     rejected = result.rows.get("rejected", 0)
-    return Audit(findings, bool(result.partial), notes, rejected, total - len(findings), subscribed is not None)
+    return Audit(
+        findings, bool(result.partial), notes, rejected, total - len(findings), subscribed is not None, stopped,
+        sorted(settle.moving) if settle is not None else [], seconds,
+    )  # fmt: skip
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
@@ -292,6 +415,7 @@ def format_audit(audit: Audit, limit: int, fmt: str) -> str:
     shown = audit.findings[:limit]
     more = audit.left_out + len(audit.findings) - len(shown)
     notes, more_notes = audit.collector_rejected[:limit], max(0, len(audit.collector_rejected) - limit)
+    stopped, more_stopped = audit.stopped[:limit], max(0, len(audit.stopped) - limit)
     if fmt == "json":
         return json.dumps(
             {
@@ -303,6 +427,10 @@ def format_audit(audit: Audit, limit: int, fmt: str) -> str:
                 "more_collector_rejected": more_notes,
                 "rejected_rows": audit.rejected_rows,
                 "subscriptions_recorded": audit.subscriptions_recorded,
+                "stopped_groups": stopped,
+                "more_stopped_groups": more_stopped,
+                "ownership_moving": audit.moving,
+                "settle_seconds": audit.settle_seconds,
             },
             indent=2,
         )
@@ -316,7 +444,16 @@ def format_audit(audit: Audit, limit: int, fmt: str) -> str:
     elif more:
         lines.append(f"{more} findings, none shown (the limit is {limit})")
     else:
-        lines.append("no findings")
+        lines.append("no findings in what could be read" if audit.unread else "no findings")
+    if audit.moving:
+        lines.append(
+            f"ownership not judged in {first_few(audit.moving, _SHOWN)}: what their members hold changed between "
+            f"two reads {audit.settle_seconds or 0:g} s apart (a rebalance under way); audit again later"
+        )
+    if stopped:
+        lines += ["", "groups with no online consumer:", *_table(stopped, ("group", "topic", "lag", "later_lag"))]
+        if more_stopped:
+            lines.append(f"... and {more_stopped} more")
     if notes:
         lines += ["", "not read by the collector (rejected.jsonl):", *_table(notes, ("group", "client_id", "reason"))]
         if more_notes:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rocket_rebalance.model import word_choices
+from rocket_rebalance.pipeline.audit import EXIT_STATUS
 from rocket_rebalance.pipeline.options import MAX_GROUPS, add_arguments
 
 __all__ = ["register"]
@@ -80,11 +81,12 @@ def register(subparsers: Any) -> None:
     impact.set_defaults(handler=_impact)
     audit = subparsers.add_parser(
         "audit",
-        help="findings on a snapshot's current state; exit status 0 clean, 1 findings, 2 error (for cron)",
+        help="findings on a snapshot's current state; exit status 0 nothing to act on, 1 findings, 2 usage, "
+        "3 could not read (for cron)",
         description="Run the fleet job on one snapshot (no scenario) and print one table of findings: violations "
-        "of the computed assignment and of what consumers report holding (observed), the collector's rejected "
-        "rows, and whether the snapshot is partial. Exit status: 0 nothing found, 1 findings or a partial snapshot, "
-        "2 bad input or the job could not run.",
+        "of the computed assignment and of what consumers report holding (observed; ownership ones only as they "
+        "held across the collector's two reads), stopped groups whose backlog grows, the collector's rejected "
+        f"rows, and whether the snapshot is partial. {EXIT_STATUS}",
     )
     audit.add_argument("--snapshot", required=True, help="snapshot folder (e.g. from rocket-rebalance snapshot)")
     audit.add_argument(

@@ -25,12 +25,17 @@ from rocket_rebalance.pipeline.rows import Tables, ViolationRow
 from rocket_rebalance.pipeline.settings import BROADCASTING
 from rocket_rebalance.pipeline.sides import Data, Side
 
-__all__ = ["OBSERVED", "OUTSIDE_ROUTE", "check_observed"]
+__all__ = ["OBSERVED", "OUTSIDE_ROUTE", "OWNERSHIP_KINDS", "check_observed"]
 
 OBSERVED = "observed"
 """The ``side`` of observed violations."""
 
 OUTSIDE_ROUTE = "holds a queue outside the route"
+
+OWNERSHIP_KINDS = frozenset({"double_owned", "unowned", "observed_mismatch"})
+"""The observed kinds about who holds what, which every rebalance passes through for a moment (a queue given up
+before its next owner takes it, or taken before it is given up): an audit claims them only as they held across
+the collector's two reads (:func:`rocket_rebalance.pipeline.audit.judged`). ``unreported`` is about a read."""
 
 
 def _row(**columns: Any) -> ViolationRow:

@@ -1,6 +1,7 @@
 """``rocket-rebalance snapshot`` against a real stub process and real consumer processes (gRPC wire): the tables
-say what the group is and what each consumer holds, a group whose consumers left is a rejected row, and a consumer
-that stops answering makes the snapshot partial (exit status 3)."""
+say what the group is and what each consumer holds, a group whose consumers left is recorded as stopped with its
+lag (the snapshot stays whole: exit status 0), and a consumer that stops answering makes the snapshot partial (exit
+status 3)."""
 
 from __future__ import annotations
 
@@ -64,16 +65,21 @@ def test_snapshot_of_a_stub_group(tmp_path: Path, run_cli: RunCli) -> None:
         wait_until(cluster.caught_up)
         wait_until(lambda: offsets_stored(cluster, "GID_snap", "%RETRY%GID_snap"))
 
-        done = run_cli("snapshot", "-n", cluster.address, "--out", out, "--concurrency", "2", check=False)
-        assert done.returncode == 3, done.stderr
-        assert "partial" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr
+        args = ("snapshot", "-n", cluster.address, "--out", out, "--concurrency", "2", "--settle", "1")
+        done = run_cli(*args, check=False)
+        assert done.returncode == 0, done.stderr
         meta = json.loads((out / "_snapshot.json").read_text(encoding="utf-8"))
-        assert meta["wire"] == "grpc" and meta["partial"] is True and meta["counts"]["rejected"] == 1
+        assert meta["wire"] == "grpc" and meta["partial"] is False and meta["counts"]["rejected"] == 0
         summary = json.loads(done.stdout)
-        assert summary["groups_read"] == 2 and summary["partial"] is True and summary["rows"] == meta["counts"]
-        assert table(out, "rejected") == [
-            {"group": "GID_gone", "client_id": None, "reason": "group with no online consumer"}
+        assert summary["groups_read"] == 2 and summary["partial"] is False and summary["rows"] == meta["counts"]
+        assert table(out, "rejected") == [] and meta["groups_stopped"] == 1
+        # GID_gone left before the 40 messages: a backlog, read again a second later, that did not grow
+        assert table(out, "stopped") == [
+            {"group": "GID_gone", "topic": "%RETRY%GID_gone", "lag": 0, "later_lag": 0},
+            {"group": "GID_gone", "topic": cluster.topic, "lag": 40, "later_lag": 40},
         ]
+        assert meta["settle"] == {"seconds": 1.0, "held": [], "moving": [], "settled": []}  # GID_snap: read once
+        assert "read again in 1 s" in done.stderr
         members = sorted((m["client_id"], m["reported"], m["strategy"], m["language"]) for m in table(out, "members"))
         assert members == [("127.0.0.1@s1", True, "AVG", "PYTHON"), ("127.0.0.1@s2", True, "AVG", "PYTHON")]
         assert table(out, "groups") == [

@@ -18,9 +18,10 @@ def run_cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProc
     )
 
 
-def one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> str:
-    """The one ``rocket-rebalance: ...`` line of a refusal (exit status 2), holding every ``expected`` text."""
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+def one_line_error(done: subprocess.CompletedProcess[str], *expected: str, status: int = 2) -> str:
+    """The one ``rocket-rebalance: ...`` line of a refusal (exit status 2, a usage error, unless told: 3 is a
+    cluster that could not be read), holding every ``expected`` text."""
+    assert done.returncode == status, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("rocket-rebalance: "), done.stderr[-2000:]
     for text in expected:

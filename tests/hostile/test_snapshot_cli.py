@@ -47,12 +47,14 @@ def test_a_bad_address_is_one_line(address: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("scheme", ["", "grpc://"])
 def test_an_unreachable_name_server_is_one_line_and_writes_nothing(tmp_path: Path, scheme: str) -> None:
     out = tmp_path / "out"
-    one_line_error(run("-n", scheme + free_address(), "--out", out), "cannot reach the name server")
+    one_line_error(run("-n", scheme + free_address(), "--out", out), "cannot reach the name server", status=3)
     assert not out.exists()
 
 
 def test_a_name_server_that_never_answers_times_out_in_one_line(tmp_path: Path, silent_server: str) -> None:
-    one_line_error(run("-n", silent_server, "--out", tmp_path / "out", "--timeout", "0.5"), "cannot reach", "no answer")
+    one_line_error(
+        run("-n", silent_server, "--out", tmp_path / "out", "--timeout", "0.5"), "cannot reach", "no answer", status=3
+    )
 
 
 def test_out_must_not_be_a_file(tmp_path: Path) -> None:
@@ -88,6 +90,7 @@ def test_a_foreign_folder_is_refused_and_left_alone(tmp_path: Path) -> None:
         ("--topic", "a/b", "is not a pattern"),
         ("--concurrency", "0", "--concurrency must be 1 to 64"),
         ("--concurrency", "65", "--concurrency must be 1 to 64"),
+        ("--settle", "601", "--settle must be 0 to 600 seconds"),
     ],
 )
 def test_bad_options_are_one_line(option: str, value: str, expected: str, tmp_path: Path) -> None:
@@ -149,6 +152,8 @@ def vanishing_cluster() -> Iterator[Callable[[set[str]], ScriptedServer]]:
                 return response_to(command, ResponseCode.SUCCESS, body=body)
             if command.code == RequestCode.GET_CONSUMER_CONNECTION_LIST and command.ext["consumerGroup"] in offline:
                 return response_to(command, ResponseCode.CONSUMER_NOT_ONLINE, remark="not online")
+            if command.code == RequestCode.GET_CONSUME_STATS and command.ext["consumerGroup"] in offline:
+                return response_to(command, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark="no offsets")
             server.close()  # gone, mid-snapshot
             return None
 
@@ -165,12 +170,13 @@ def test_a_cluster_gone_before_any_group_is_read_leaves_the_earlier_snapshot(
     tmp_path: Path, vanishing_cluster: Callable[[set[str]], ScriptedServer]
 ) -> None:
     """Issue 26: 7 (probe §8): the earlier tables were deleted before the first group was read, and replaced by
-    empty ones under a marker saying ``"complete": true``. No group read is no snapshot: exit 2, nothing touched."""
+    empty ones under a marker saying ``"complete": true``. No group read is no snapshot: exit 3 (could not read),
+    nothing touched."""
     out = earlier_snapshot(tmp_path / "snap")
     before = folder_contents(out)
     server = vanishing_cluster(set())
     done = run("-n", server.address, "--out", out, "--timeout", "2")
-    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.returncode == 3, (done.stdout, done.stderr)
     *progress, line = done.stderr.splitlines()
     assert all(text.startswith("snapshot: ") and text.endswith(" rejected") for text in progress), progress
     assert line.startswith("rocket-rebalance: no consumer group could be read"), line
@@ -182,8 +188,8 @@ def test_a_cluster_gone_before_any_group_is_read_leaves_the_earlier_snapshot(
 def test_groups_read_counts_only_groups_that_were_read(
     tmp_path: Path, vanishing_cluster: Callable[[set[str]], ScriptedServer]
 ) -> None:
-    """GID_a answers (nobody online: read, and rejected for that), then the cluster goes before GID_b is read: a
-    partial snapshot of one group read, which replaces the earlier one whole."""
+    """GID_a answers (nobody online, no offsets: read, and recorded as stopped), then the cluster goes before GID_b
+    is read: a partial snapshot of one group read, which replaces the earlier one whole."""
     out = earlier_snapshot(tmp_path / "snap")
     server = vanishing_cluster({"GID_a"})
     done = run("-n", server.address, "--out", out, "--timeout", "2", "--concurrency", "1")
@@ -193,8 +199,9 @@ def test_groups_read_counts_only_groups_that_were_read(
     assert summary["groups_read"] == marker["groups_read"] == 1
     assert marker["complete"] is True and marker["partial"] is True
     reasons = {row["group"]: row["reason"] for row in map(json.loads, (out / "rejected.jsonl").open())}
-    assert reasons["GID_a"] == "group with no online consumer"
-    assert reasons["GID_b"].startswith("connection list unreachable"), reasons
+    assert list(reasons) == ["GID_b"] and reasons["GID_b"].startswith("connection list unreachable"), reasons
+    stopped = [json.loads(line) for line in (out / "stopped.jsonl").open()]
+    assert stopped == [{"group": "GID_a", "topic": None, "lag": 0, "later_lag": None}]
     assert sorted(folder_contents(out)) == sorted([MARKER, *COLLECTOR_FILES])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["snap"]
 

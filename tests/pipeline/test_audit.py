@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +126,83 @@ def test_impact_of_a_partial_snapshot_says_so(
     assert "Partial" not in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_a_partial_snapshot_is_a_finding_in_the_table_too() -> None:
+def test_a_partial_snapshot_with_nothing_found_exits_3_and_says_so() -> None:
     from rocket_rebalance.pipeline.audit import Audit, format_audit
 
     audit = Audit([], True, [{"group": "G", "client_id": A, "reason": "timeout"}])
     text = format_audit(audit, 50, "table")
-    assert audit.status == 1 and text.startswith("partial snapshot") and "timeout" in text
+    assert audit.status == 3 and text.startswith("partial snapshot") and "timeout" in text
+    assert "no findings in what could be read" in text.splitlines()
     assert Audit([], False).status == 0
     rejected = Audit([], False, rejected_rows=2)  # rows not checked could hide a problem
-    assert rejected.status == 1 and "2 input rows rejected, so not checked" in format_audit(rejected, 50, "table")
+    assert rejected.status == 3 and "2 input rows rejected, so not checked" in format_audit(rejected, 50, "table")
+
+
+def test_ownership_findings_are_claimed_only_as_they_held_across_the_collectors_reads(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The collector's settle record: a group whose holdings changed between its two reads (moving) loses its
+    ownership findings, one whose holdings held keeps them, saying so; every other finding is as before."""
+    from rocket_rebalance.pipeline.audit import run_audit
+    from rocket_rebalance.pipeline.observed import OWNERSHIP_KINDS
+
+    fleet = observed_fleet(tmp_path)
+    once = [  # the job equals the reference (above): the findings of one read, without a Spark run of their own
+        {**{k: v[k] for k in ("group", "topic", "side", "kind", "reason")}, "where": where(v)}
+        for v in run_reference(fleet)["violations"]
+        if not expected_idleness(v)
+    ]
+    ownership = sorted({f["group"] for f in once if f["side"] == "observed" and f["kind"] in OWNERSHIP_KINDS})
+    assert len(ownership) >= 2  # the fleet plants such faults
+    held, moving = ownership[0], ownership[1]
+    settle = {"seconds": 20, "held": [held], "moving": [moving], "settled": []}
+    (fleet / "_snapshot.json").write_text(json.dumps({"partial": False, "settle": settle}))
+    twice = run_audit(fleet, spark=spark, limit=10_000, progress=lambda line: None)
+    assert twice.moving == [moving] and twice.settle_seconds == 20
+
+    def about(group: str, findings: list[dict[str, Any]], kinds: frozenset[str] = OWNERSHIP_KINDS) -> list[Any]:
+        return [f for f in findings if f["group"] == group and f["side"] == "observed" and f["kind"] in kinds]
+
+    assert about(moving, once) and about(moving, twice.findings) == []
+    assert [f["reason"] for f in about(held, twice.findings)] == [
+        f"{f['reason']} (held for 20 s across two reads)" for f in about(held, once)
+    ]
+    rest = [f for f in once if f["group"] not in (held, moving) or f not in about(f["group"], once)]
+    assert canonical(f for f in twice.findings if f in rest) == canonical(rest)
+
+
+def canonical(findings: Iterable[dict[str, Any]]) -> list[str]:
+    """Findings compared as a multiset, whatever their order and their keys' order."""
+    return sorted(json.dumps(f, sort_keys=True) for f in findings)
+
+
+def where(violation: dict[str, Any]) -> str:
+    """A finding's ``where``: the queue, else the consumer."""
+    if violation["queue_id"] is not None:
+        return f"{violation['broker']}:{violation['queue_id']}"
+    return violation["client_id"] or ""
+
+
+def test_a_snapshot_of_stopped_groups_only_finds_the_backlog_that_grew(
+    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No live group: the job runs on empty tables; the stopped groups are listed, and one is a finding only when
+    its backlog grew between the collector's two reads (a snapshot of a quiet one exiting 0: tests/rocketmq)."""
+    snap = tmp_path / "stopped"
+    snap.mkdir()
+    for table in ("routes", "groups", "subscriptions", "members", "offsets", "observed", "rejected"):
+        write_jsonl(snap, table, [])
+    (snap / "_snapshot.json").write_text(json.dumps({"partial": False, "settle": None}))
+    quiet = [{"group": "G_quiet", "topic": "T", "lag": 5, "later_lag": 5}, {"group": "G_none", "topic": None,
+             "lag": 0, "later_lag": None}]  # fmt: skip
+    busy = {"group": "G_busy", "topic": "T", "lag": 5, "later_lag": 9}
+    write_jsonl(snap, "stopped", [*quiet, busy])
+    assert cli_main(["audit", "--snapshot", str(snap), "--format", "json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["stopped_groups"] == sorted([*quiet, busy], key=lambda row: row["group"])
+    (finding,) = printed["findings"]  # the quiet ones are listed, not found (the status rule: test_findings.py)
+    assert (finding["group"], finding["kind"]) == ("G_busy", "stopped_with_backlog")
+    assert finding["reason"] == "no online consumer, and the backlog grew from 5 to 9 messages between two reads"
 
 
 def test_only_retry_topics_idle_for_lack_of_queues_are_expected() -> None:

@@ -8,7 +8,15 @@ Java and Python consumers in three groups.
   and the audit must report exactly the queues held twice, the queues nobody holds and that consumer;
 - a client ID shared by two processes (clones): the broker lists the ID twice; the audit must report the shared
   ID (its computed queues owned twice) and that its queues are observed held by nobody (the clones withhold them,
-  core rule L6), and nothing about the other member.
+  core rule L6), and nothing about the other member;
+- a group caught mid-rebalance: its rogue member leaves between the collector's two reads (a Java member stays),
+  so what the first read showed does not hold, and the audit claims nothing about its ownership, while the split
+  group's findings say they held across the two reads;
+- stopped groups (one a Java consumer left, the positive control, one a Python consumer): a snapshot of a stopped
+  group exits 0 and audits clean; one whose backlog grows while the snapshot reads it is a finding.
+
+Wall time (2 cores, other helpers' suites beside it, load 10 to 14): the module 350 s with its cluster, of which the
+stopped groups 122 s (two snapshots, one of them with a 5 s second read, and two Spark audits).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +81,8 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
     healthy = MixedGroup(rocketmq, tmp_path / "healthy", f"{prefix}_healthy", new_topic(rocketmq, "AuditOk", 2))
     split = MixedGroup(rocketmq, tmp_path / "split", f"{prefix}_split", new_topic(rocketmq, "AuditSplit", 4))
     cloned = MixedGroup(rocketmq, tmp_path / "cloned", f"{prefix}_cloned", new_topic(rocketmq, "AuditClone", 2))
-    groups = (healthy, split, cloned)
+    moving = MixedGroup(rocketmq, tmp_path / "moving", f"{prefix}_moving", new_topic(rocketmq, "AuditMove", 4))
+    groups = (healthy, split, cloned, moving)
     clones: list[ConsumerProcess] = []
     try:
         healthy.java("okjava")
@@ -80,6 +90,9 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
         java = split.java("splitjava")
         split.python("splitavg")
         rogue = split.python("splitrogue", strategy="AVG_BY_CIRCLE")
+        moving_java = moving.java("movejava")
+        moving.python("moveavg")
+        leaving = moving.python("moverogue", strategy="AVG_BY_CIRCLE")
         cloned.python("single")
         for name in ("first", "second"):
             work_dir = tmp_path / name
@@ -93,12 +106,16 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
         # the audit reads the retry topic too: a snapshot taken while it still moves would find a healthy group at fault
         wait_until(lambda: healthy.settled() and healthy.retry_settled(), 120, "the healthy group settles")
         wait_until(lambda: split.ownership() == held, 120, "each split member holds its own strategy's share")
+        moving_shares = {moving_java.client_id: "AVG", "127.0.0.1@moveavg": "AVG", leaving.client_id: "AVG_BY_CIRCLE"}
+        wait_until(lambda: moving.ownership() == own_share(moving, moving_shares), 120, "the moving group splits")
         wait_until(lambda: listed(cloned) == [CLONE, CLONE, "127.0.0.1@single"], 120, "the broker lists the clones")
         wait_until(lambda: not any(clone.owned(cloned.topic) for clone in clones), 60, "the clones withhold")
 
         snap = tmp_path / "snap"
-        done = run_cli("snapshot", "-n", rocketmq.namesrv_address, "--out", str(snap), "--group", f"{prefix}_*")
-        assert done.returncode == 0, done.stderr
+        status, stderr = snapshot_leaving_between_reads(rocketmq, snap, f"{prefix}_*", leaving)
+        assert status == 0, stderr
+        settle = json.loads((snap / "_snapshot.json").read_text(encoding="utf-8"))["settle"]
+        assert split.group in settle["held"] and moving.group in settle["moving"] + settle["settled"], settle
         done = run_cli("audit", "--snapshot", str(snap), "--format", "json", "--limit", "1000", "--master", "local[2]")
         assert done.returncode == 1, done.stderr[-3000:]
         answer = json.loads(done.stdout)
@@ -108,6 +125,8 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
         assert sorted(by_group) == sorted(g.group for g in groups) and sum(map(len, by_group.values())) == len(findings)
 
         assert by_group[healthy.group] == []
+        # the first read of the moving group showed its rogue's split (it read it twice), which did not hold
+        assert [f for f in by_group[moving.group] if f["side"] == "observed"] == [], by_group[moving.group]
 
         # The disagreement, computed here from what each member holds: the group uses AVG (two of its three).
         avg = own_share(split, dict.fromkeys(strategies, "AVG"))
@@ -127,6 +146,7 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
         assert got == expected
         mismatch = next(f for f in by_group[split.group] if f["kind"] == "observed_mismatch")
         assert "AVG_BY_CIRCLE" in mismatch["reason"] and "AVG" in mismatch["reason"]
+        assert all(f["reason"].endswith("(held for 20 s across two reads)") for f in by_group[split.group])
 
         # The shared client ID: everything found in that group is about the clone ID and its queues.
         clone_share = own_share(cloned, {CLONE: "AVG", "127.0.0.1@single": "AVG"})[CLONE]
@@ -147,6 +167,31 @@ def test_snapshot_then_audit_finds_exactly_the_shared_id_and_the_planted_disagre
             clone.stop()
         for group in groups:
             group.close()
+
+
+def snapshot_leaving_between_reads(
+    rocketmq: RocketMQCluster, snap: Path, pattern: str, leaving: ConsumerProcess
+) -> tuple[int, str]:
+    """``rocket-rebalance snapshot`` as a process; when it says it reads groups again (the settle interval,
+    default 20 s, starts), ``leaving`` leaves its group: a group the first read found split is then mid-rebalance."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    args = ["snapshot", "-n", rocketmq.namesrv_address, "--out", str(snap), "--group", pattern]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rocket_rebalance", *args], env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    lines: list[str] = []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if "read again in" in line:
+                leaving.stop()
+        return process.wait(600), "".join(lines)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def test_audit_names_members_subscribing_differently_and_what_is_lost(
@@ -185,8 +230,56 @@ def test_audit_names_members_subscribing_differently_and_what_is_lost(
     )
 
 
+def consumed_all(group: MixedGroup) -> bool:
+    return not group.missing()
+
+
 def _retry_queues(group: MixedGroup) -> list[MessageQueue]:
     """The group's retry topic's queues (brokers create it when the first consumer registers)."""
     topic = retry_topic(group.group)
     route = group.transport.route(topic)
     return route.subscribe_queues()
+
+
+def test_stopped_groups_are_clean_unless_their_backlog_grows(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    """Issue 41, item 2: a group whose consumers all left is recorded (with its lag), not a failed read. ``quiet``
+    was consumed to its end by a Java member (the positive control: Java's own shutdown stores its offsets), which
+    then left: the snapshot exits 0 and the audit finds nothing. ``busy`` was consumed by a Python member, which
+    left while messages keep coming: read twice 5 s apart, its backlog grew, which is the one finding."""
+    prefix = f"GID_stopped{int(time.time() * 1000) % 1_000_000}"
+    quiet = MixedGroup(rocketmq, tmp_path / "quiet", f"{prefix}_quiet", new_topic(rocketmq, "AuditQuiet", 2))
+    busy = MixedGroup(rocketmq, tmp_path / "busy", f"{prefix}_busy", new_topic(rocketmq, "AuditBusy", 2))
+    try:
+        java = quiet.java("quietjava")
+        python = busy.python("busypy")
+        for group in (quiet, busy):
+            wait_until(group.settled, 120, f"{group.group} holds its queues")
+            group.produce(3)
+            wait_until(partial(consumed_all, group), 120, f"{group.group} consumes everything")
+        assert java.stop() and python.stop() is not None
+        wait_until(lambda: not listed(quiet) and not listed(busy), 60, "the brokers list nobody")
+
+        snap = tmp_path / "quiet-snap"
+        done = run_cli("snapshot", "-n", rocketmq.namesrv_address, "--out", str(snap), "--group", quiet.group)
+        assert done.returncode == 0, done.stderr
+        stopped = [json.loads(line) for line in (snap / "stopped.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert {row["topic"]: row["lag"] for row in stopped}.get(quiet.topic) == 0, stopped
+        done = run_cli("audit", "--snapshot", str(snap), "--master", "local[2]")
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.splitlines()[0] == "no findings" and quiet.group in done.stdout
+
+        snap = tmp_path / "busy-snap"
+        with busy.traffic(0.5):
+            done = run_cli("snapshot", "-n", rocketmq.namesrv_address, "--out", str(snap), "--group", f"{prefix}_*",
+                           "--settle", "5")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        done = run_cli("audit", "--snapshot", str(snap), "--format", "json", "--master", "local[2]")
+        assert done.returncode == 1, done.stderr[-3000:]
+        answer = json.loads(done.stdout)
+        (finding,) = answer["findings"]
+        assert (finding["group"], finding["topic"], finding["kind"]) == (busy.group, busy.topic, "stopped_with_backlog")
+        assert "the backlog grew from" in finding["reason"] and "in 5 s" in finding["reason"]
+        assert {row["group"] for row in answer["stopped_groups"]} == {quiet.group, busy.group}
+    finally:
+        quiet.close()
+        busy.close()
