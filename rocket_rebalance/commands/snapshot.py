@@ -9,47 +9,34 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from rocket_rebalance.commands.options import acl_credentials, add_connection_options, duration, tls_settings
+from rocket_rebalance.progress import Progress
 
 __all__ = ["PARTIAL", "register"]
 
 PARTIAL = 3
-_PROGRESS_EVERY = 1.0  # seconds between progress lines
-
-
-class _Progress:
-    """``snapshot: 120/400 groups, 3 rejected`` on stderr, at most once a second, and always the last one."""
-
-    def __init__(self) -> None:
-        self._shown = 0.0
-
-    def __call__(self, done: int, total: int, rejected: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self._shown < _PROGRESS_EVERY:
-            return
-        self._shown = now
-        print(f"snapshot: {done}/{total} groups, {rejected} rejected", file=sys.stderr, flush=True)
 
 
 def _run(args: argparse.Namespace) -> int:
     from rocket_rebalance.admin.snapshot import take_snapshot
 
-    result = take_snapshot(
-        args.namesrv,
-        args.out,
-        group_patterns=args.group or (),
-        topic_patterns=args.topic or (),
-        include_system=args.include_system,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        token=args.token,
-        credentials=acl_credentials(args),
-        tls=tls_settings(args),
-        progress=_Progress(),
-    )
+    with Progress("snapshot", None if args.quiet else sys.stderr) as progress:
+        with progress.count("reading consumer groups", "groups") as count:
+            result = take_snapshot(
+                args.namesrv,
+                args.out,
+                group_patterns=args.group or (),
+                topic_patterns=args.topic or (),
+                include_system=args.include_system,
+                concurrency=args.concurrency,
+                timeout=args.timeout,
+                token=args.token,
+                credentials=acl_credentials(args),
+                tls=tls_settings(args),
+                progress=lambda done, total, rejected: count(done, total, f"{rejected} rejected"),
+            )
     summary = {"out": str(result.out), "groups_read": result.groups, "partial": result.partial, "rows": result.counts}
     print(json.dumps(summary))
     if result.partial:
@@ -79,4 +66,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--include-system", action="store_true", help="also RocketMQ's own groups (TOOLS_CONSUMER...)")
     parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="groups read at once, 1 to 64")
     parser.add_argument("--timeout", type=duration(), default=5.0, metavar="S", help="seconds per request (default 5)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (errors are still said)")
     parser.set_defaults(handler=_run)
