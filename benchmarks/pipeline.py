@@ -41,6 +41,7 @@ from rocket_rebalance.pipeline.fleetgen import write_fleet
 from rocket_rebalance.pipeline.options import WRITERS, writer_spec
 from rocket_rebalance.pipeline.reference import write_reference
 from rocket_rebalance.pipeline.scenario import load_scenario
+from rocket_rebalance.progress import Progress
 
 SCENARIO = {
     "name": "deploy: one consumer joins every group, broker-a restarts",
@@ -58,13 +59,18 @@ except ImportError:  # a commit before d121a83, which defined it in analysis
     from rocket_rebalance.pipeline.analysis import load_scenario
 from rocket_rebalance.pipeline.job import build_session, run_impact
 from rocket_rebalance.pipeline.reference import write_reference
+try:
+    from rocket_rebalance.progress import Progress
+    quiet = Progress("impact", None)
+except ImportError:  # a commit before the progress module, whose job took a callable
+    quiet = lambda line: None
 master, work, scenario, python = sys.argv[1], Path(sys.argv[2]), load_scenario(json.loads(sys.argv[3])), sys.argv[4]
 sizes = [int(size) for size in sys.argv[5:]]
 spark = build_session(master)
 for size in sizes:
     started = time.perf_counter()
     run_impact(work / f"fleet-{size}", work / f"control-spark-{size}", scenario=scenario, spark=spark, report=False,
-               progress=lambda line: None)
+               progress=quiet)
     print(json.dumps({"size": size, "spark": time.perf_counter() - started}), flush=True)
 spark.stop()
 for size in sizes if python == "yes" else ():
@@ -74,7 +80,8 @@ for size in sizes if python == "yes" else ():
 """
 """The control's driver, run with ``PYTHONPATH`` at the extracted commit: the API it uses (``build_session``,
 ``run_impact``, ``write_reference``, ``load_scenario``) is the same since the first pipeline, but for where
-``load_scenario`` lives (``scenario`` since d121a83, ``analysis`` before)."""
+``load_scenario`` lives (``scenario`` since d121a83, ``analysis`` before) and what ``run_impact``'s ``progress``
+takes (a ``Progress`` since issue 41, a callable of a line before)."""
 
 
 def fleets(work: Path, sizes: list[int]) -> dict[int, tuple[int, float]]:
@@ -110,7 +117,7 @@ def spark_runs(
                 started = time.perf_counter()
                 result = run_impact(
                     work / f"fleet-{size}", out, scenario=scenario, spark=spark, report=False,
-                    progress=lambda line: None, writer=writer_spec(name),
+                    progress=Progress("impact", None), writer=writer_spec(name),
                 )  # fmt: skip
                 timed[(size, name)] = (time.perf_counter() - started, sum(result.rows.values()))
                 print(f"   ({tag}: {size:,} groups, {name} writer, {timed[(size, name)][0]:.1f} s)", flush=True)

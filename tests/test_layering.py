@@ -33,6 +33,7 @@ LAYERS = {
     "tradeoffs": 3,
     "core": 4,
     "inputs": 2,
+    "progress": 2,  # a command's progress on the stream it is given: the commands and the pipeline both use it
     "runtime": 5,
     "admin": 6,
     "lab": 7,
@@ -234,11 +235,21 @@ def test_only_the_pipeline_imports_spark_and_it_uses_only_the_pure_layers() -> N
                 assert not _under(name, ("pyspark",)), f"{path.relative_to(ROOT)} imports {name}"
             elif name.startswith("rocket_rebalance."):
                 # route: the model's route; snapshot_folder: the folder's contract, pure but for its files;
-                # subscription: pure expressions (the audit compares what a group's members subscribe)
+                # subscription: pure expressions (the audit compares what a group's members subscribe); progress:
+                # what the job says of its steps, on the stream it is given
                 allowed = (
-                    "model", "route", "strategies", "subscription", "plan", "snapshot_folder", "inputs", "pipeline"
+                    "model", "route", "strategies", "subscription", "plan", "snapshot_folder", "inputs", "progress",
+                    "pipeline",
                 )  # fmt: skip
                 assert name.split(".")[1] in allowed, f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_progress_does_no_io_but_on_its_stream() -> None:
+    """The progress module sits low because the pipeline uses it: it writes to the stream it is given, reads the
+    clock it is given (its default, the monotonic one) and the terminal's width, and loads nothing else."""
+    allowed = ("__future__", "collections", "os", "time", "types", "typing", "rocket_rebalance.model")
+    for name in _imports(PACKAGE / "progress.py"):
+        assert _under(name, allowed), f"progress.py imports {name}"
 
 
 def test_embedding_loads_no_wire_until_one_is_chosen() -> None:

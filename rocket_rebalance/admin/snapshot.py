@@ -521,11 +521,11 @@ def take_snapshot(
 ) -> SnapshotResult:
     """Collect the cluster at ``address`` into ``out`` (see the module's docstring).
 
-    ``progress(done, total, rejected)`` is called after each group. Groups whose first read shows an ownership
-    problem, and stopped groups with a backlog, are read again ``settle`` seconds later (0: never);
-    ``rereading(groups, seconds)`` is called before that wait. Arguments and the output folder are checked before
-    the cluster is asked anything (``ValueError``); a cluster that cannot be read at all (no listing, or not one
-    group's connection list) raises :class:`ClusterReadError` and leaves ``out`` as it was."""
+    ``progress(done, total, rejected)`` is called once the groups are listed and after each group. Groups whose
+    first read shows an ownership problem, and stopped groups with a backlog, are read again ``settle`` seconds
+    later (0: never); ``rereading(groups, seconds)`` is called before that wait. Arguments and the output folder are
+    checked before the cluster is asked anything (``ValueError``); a cluster that cannot be read at all (no
+    listing, or not one group's connection list) raises :class:`ClusterReadError` and leaves ``out`` as it was."""
     check_patterns(group_patterns, "--group", check_group_name)
     check_patterns(topic_patterns, "--topic", check_topic_name)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -614,6 +614,8 @@ def _collect(
         unread: list[_GroupRows] = []
         suspects: list[_GroupRows] = []
         done = 0
+        if progress is not None:  # listed: the reading starts, and a person learns how much there is to read
+            progress(0, len(selected), 0)
         try:
             with ThreadPoolExecutor(concurrency, thread_name_prefix="rr-snapshot") as pool:
                 futures: list[Future[_GroupRows]] = [

@@ -11,63 +11,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from rocket_rebalance.admin.snapshot import DEFAULT_SETTLE, ClusterReadError, take_snapshot
 from rocket_rebalance.commands.options import acl_credentials, add_connection_options, duration, tls_settings
 from rocket_rebalance.model import printable
+from rocket_rebalance.progress import Progress
 
 __all__ = ["EXIT_STATUS", "PARTIAL", "register"]
 
 PARTIAL = 3
 EXIT_STATUS = "Exit status: 0 complete; 3 could not read everything (partial) or the cluster at all; 2 usage error."
-_PROGRESS_EVERY = 1.0  # seconds between progress lines
-
-
-class _Progress:
-    """``snapshot: 120/400 groups, 3 rejected`` on stderr, at most once a second, and always the last one."""
-
-    def __init__(self) -> None:
-        self._shown = 0.0
-
-    def __call__(self, done: int, total: int, rejected: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self._shown < _PROGRESS_EVERY:
-            return
-        self._shown = now
-        print(f"snapshot: {done}/{total} groups, {rejected} rejected", file=sys.stderr, flush=True)
-
-
-def _rereading(groups: list[str], seconds: float) -> None:
-    print(
-        f"snapshot: {len(groups)} groups read again in {seconds:g} s, to see whether what their first read showed "
-        "holds (an ownership problem, or a stopped group's backlog)",
-        file=sys.stderr,
-        flush=True,
-    )
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        result = take_snapshot(
-            args.namesrv,
-            args.out,
-            group_patterns=args.group or (),
-            topic_patterns=args.topic or (),
-            include_system=args.include_system,
-            concurrency=args.concurrency,
-            timeout=args.timeout,
-            token=args.token,
-            credentials=acl_credentials(args),
-            tls=tls_settings(args),
-            progress=_Progress(),
-            settle=args.settle,
-            rereading=_rereading,
-        )
-    except ClusterReadError as error:  # the cluster could not be read: not a usage error
-        print(f"rocket-rebalance: {printable(str(error))}", file=sys.stderr)
-        return PARTIAL
+    with Progress("snapshot", None if args.quiet else sys.stderr) as progress:
+
+        def rereading(groups: list[str], seconds: float) -> None:
+            progress.step(
+                f"{len(groups)} groups read again in {seconds:g} s, to see whether what their first read showed "
+                "holds (an ownership problem, or a stopped group's backlog)"
+            )
+
+        try:
+            with progress.count("reading consumer groups", "groups") as count:
+                result = take_snapshot(
+                    args.namesrv,
+                    args.out,
+                    group_patterns=args.group or (),
+                    topic_patterns=args.topic or (),
+                    include_system=args.include_system,
+                    concurrency=args.concurrency,
+                    timeout=args.timeout,
+                    token=args.token,
+                    credentials=acl_credentials(args),
+                    tls=tls_settings(args),
+                    progress=lambda done, total, rejected: count(done, total, f"{rejected} rejected"),
+                    settle=args.settle,
+                    rereading=rereading,
+                )
+        except ClusterReadError as error:  # the cluster could not be read: not a usage error
+            print(f"rocket-rebalance: {printable(str(error))}", file=sys.stderr)
+            return PARTIAL
     summary = {"out": str(result.out), "groups_read": result.groups, "partial": result.partial, "rows": result.counts}
     print(json.dumps(summary))
     if result.partial:
@@ -106,4 +91,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"group's backlog, so findings describe a state, not a moment of a rebalance (default {DEFAULT_SETTLE:g}: "
         "Java's rebalance interval; 0: never)",
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (errors are still said)")
     parser.set_defaults(handler=_run)

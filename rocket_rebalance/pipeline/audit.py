@@ -34,9 +34,10 @@ from __future__ import annotations
 import heapq
 import json
 import shutil
+import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from typing import Any
 from rocket_rebalance.model import RETRY_GROUP_TOPIC_PREFIX, check_group_name, check_topic_name, first_few, printable
 from rocket_rebalance.pipeline.observed import OBSERVED, OWNERSHIP_KINDS
 from rocket_rebalance.pipeline.sides import MORE_CONSUMERS_THAN_QUEUES
+from rocket_rebalance.progress import Progress
 from rocket_rebalance.snapshot_folder import (
     COLLECTOR_FILES,
     COLLECTOR_TABLES,
@@ -357,13 +359,14 @@ def run_audit(
     conf: dict[str, str] | None = None,
     report: bool = False,
     spark: Any = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> Audit:
     """Run the job on the snapshot alone and collect its first ``limit`` findings (the others counted); ``out``
     None: a temporary folder, deleted after.
 
     A failure inside Spark is raised as :class:`~rocket_rebalance.pipeline.job.ImpactError` (one line).
+    ``progress``: where the steps are said (default: ``audit [N]`` lines on stderr, naming the command that runs).
     """
     from rocket_rebalance.pipeline.job import run_impact, spark_failures
 
@@ -384,8 +387,8 @@ def run_audit(
     try:
         with spark_failures() as log:
             result = run_impact(
-                snapshot, folder, master=master, spark=spark, report=report, progress=progress, conf=conf,
-                spark_log=log,
+                snapshot, folder, master=master, spark=spark, report=report, conf=conf, spark_log=log,
+                progress=progress if progress is not None else Progress("audit", sys.stderr),
             )  # fmt: skip
         findings, total = _first_findings(folder / "violations.parquet", limit, extra, settle)
     finally:

@@ -13,7 +13,8 @@ from typing import Any
 
 from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.audit import EXIT_STATUS
-from rocket_rebalance.pipeline.options import MAX_GROUPS, add_arguments
+from rocket_rebalance.pipeline.options import MAX_GROUPS, QUIET_HELP, add_arguments
+from rocket_rebalance.progress import Progress
 
 __all__ = ["register"]
 
@@ -42,14 +43,16 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError("--report needs --out: without it the output folder is deleted after the audit")
     master = args.master or "local[*]"
     check_master(master)
-    audit = run_audit(
-        Path(args.snapshot),
-        Path(args.out) if args.out else None,
-        master=master,
-        conf=parse_conf(args.conf),
-        report=args.report,
-        limit=args.limit,
-    )
+    with Progress("audit", None if args.quiet else sys.stderr) as progress:
+        audit = run_audit(
+            Path(args.snapshot),
+            Path(args.out) if args.out else None,
+            master=master,
+            conf=parse_conf(args.conf),
+            report=args.report,
+            limit=args.limit,
+            progress=progress,
+        )
     print(format_audit(audit, args.limit, args.format))
     return audit.status
 
@@ -61,7 +64,19 @@ def _fleet_gen(args: argparse.Namespace) -> int:
         raise ValueError(f"--groups must be between 1 and {MAX_GROUPS}, got {args.groups}")
     if not 0.0 <= args.split_views <= 1.0:  # NaN too
         raise ValueError(f"--split-views must be between 0 and 1, got {args.split_views}")
-    counts = write_fleet(Path(args.out), args.groups, args.seed, args.split_views, args.format, observed=args.observed)
+    with (
+        Progress("fleet-gen", None if args.quiet else sys.stderr) as progress,
+        progress.count(f"generating {args.groups:,} groups into {args.out}", "groups") as done,
+    ):
+        counts = write_fleet(
+            Path(args.out),
+            args.groups,
+            args.seed,
+            args.split_views,
+            args.format,
+            observed=args.observed,
+            progress=done,
+        )
     print(f"fleet-gen: {args.groups} groups written to {args.out}", file=sys.stderr)
     for name, count in counts.items():
         print(f"  {name:<13} {count:>10} rows")
@@ -102,6 +117,7 @@ def register(subparsers: Any) -> None:
     )
     audit.add_argument("--limit", type=int, default=50, metavar="N", help="print at most N findings (default 50)")
     audit.add_argument("--report", action="store_true", help="also write report.md and charts into --out")
+    audit.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     audit.set_defaults(handler=_audit)
     gen = subparsers.add_parser(
         "fleet-gen",
@@ -128,4 +144,5 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also write what each consumer reports holding (the plan, with a fault planted in about 1 group in 20)",
     )
+    gen.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     gen.set_defaults(handler=_fleet_gen)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -291,11 +291,13 @@ def write_fleet(
     fmt: str = "parquet",
     chunk: int = 200_000,
     observed: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
     """Write the fleet as ``<table>.parquet`` files (or ``.jsonl``) in ``out``; returns the row count per table.
 
     ``out`` must be new, empty or an earlier output of this function, whose tables (in either format) are replaced.
-    ``observed`` adds what each consumer reports holding (see :func:`generate_fleet`).
+    ``observed`` adds what each consumer reports holding (see :func:`generate_fleet`). ``progress(done, groups)``
+    is called as each group is complete and once the tables are closed (20,000 groups take half a minute).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -327,8 +329,13 @@ def write_fleet(
         raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
     # a folder fleet-gen did not write (a real snapshot, say) is refused instead of overwritten
     claim_folder(out, FLEET_GEN, check_folder(out, FLEET_GEN), {"files": [f"{name}.{fmt}" for name in written]})
+    begun = 0  # groups whose rows have started: a group's first row is its ``groups`` row
     try:
         for table, row in generate_fleet(groups, seed, split_views, observed=observed):
+            if table == "groups":
+                if progress is not None:
+                    progress(begun, groups)  # the groups before this one are written
+                begun += 1
             buffers[table].append(row)
             if len(buffers[table]) >= chunk:
                 flush(table)
@@ -338,4 +345,6 @@ def write_fleet(
     finally:
         for writer in writers.values():
             writer.close()
+    if progress is not None:
+        progress(groups, groups)
     return counts

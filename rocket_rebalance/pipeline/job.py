@@ -23,7 +23,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from rocket_rebalance.pipeline.validate import (
     TOO_MANY_QUEUES,
     type_reason,
 )
+from rocket_rebalance.progress import Progress
 from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, snapshot_partial
 
 if TYPE_CHECKING:
@@ -360,7 +360,7 @@ def run_impact(
     spark: SparkSession | None = None,
     partitions: int | None = None,
     report: bool = True,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     conf: dict[str, str] | None = None,
     inputs: Sequence[Path | str] = (),
     writer: WriterSpec | None = None,
@@ -376,10 +376,11 @@ def run_impact(
     ``writer`` says who writes the tables (default: the executors, with pyarrow; see :mod:`.writers`).
     ``spark_log``: where the JVM a new session starts writes its output (see :func:`build_session`).
     ``compared``: the strategies the comparison table replays the change under (none: no comparison).
+    ``progress``: where the steps are said (default: ``impact [N]`` lines on stderr; :mod:`~rocket_rebalance.progress`).
     """
     _check_arguments(after, scenario, partitions, master if spark is None else "")
-    log = _StepLog(progress)
-    log(f"checking snapshot {snapshot}")
+    log = progress if progress is not None else Progress("impact", sys.stderr)
+    log.step(f"checking snapshot {snapshot}")
     found = _check_inputs(snapshot, after)
     compare = after is not None or scenario is not None
     out_text = str(out)
@@ -387,16 +388,16 @@ def run_impact(
     claim_output(target, [snapshot, *([after] if after is not None else []), *found.tables, *inputs])
     own_session = spark is None
     if spark is None:
-        log(f"starting Spark ({master or 'master from spark-submit'})")
+        log.step(f"starting Spark ({master or 'master from spark-submit'})")
         spark = build_session(master, conf, spark_log)
     from rocket_rebalance.pipeline.writers import write_tables
 
     count, restore = _partition(spark, partitions)
     cached: list[DataFrame] = []
     try:
-        log("reading and checking rows")
+        log.step("reading and checking rows")
         groups, rejected = _assemble(spark, found, compare, cached)
-        log(f"analyzing groups in {count} partitions")
+        log.step(f"preparing the analysis in {count} partitions")
         clear_output(target)
         written = write_tables(
             groups, rejected, target if _is_local(out_text) else out_text, writer or WriterSpec(), scenario, compare,
@@ -409,7 +410,7 @@ def run_impact(
             data.notes.append(NO_COMPARISON_NOTE)
         report_path = _publish_summary(data, rows, found.partial, target, out_text if report else None)
         seconds = log.seconds()
-        log(
+        log.step(
             f"done: {data.totals['groups']} groups, {data.totals['groups_rebalancing']} rebalance, "
             f"{rows.get('violations', 0)} violation rows, {rows['rejected']} rejected rows; output in {out_text}"
         )
@@ -431,23 +432,6 @@ def _check_arguments(after: Path | str | None, scenario: Scenario | None, partit
         raise ValueError(f"--partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
     if master:
         check_master(master)
-
-
-class _StepLog:
-    """``impact [3]   12.4s reading and checking rows``: numbered steps with the time since the run started, to
-    ``progress`` (default: stderr), so a long run on a cluster shows where it is."""
-
-    def __init__(self, progress: Callable[[str], None] | None) -> None:
-        self._say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-        self._started = time.monotonic()
-        self._step = 0
-
-    def __call__(self, text: str) -> None:
-        self._step += 1
-        self._say(f"impact [{self._step}] {self.seconds():6.1f}s {text}")
-
-    def seconds(self) -> float:
-        return time.monotonic() - self._started
 
 
 @dataclass(frozen=True)
@@ -588,7 +572,7 @@ def run_from_args(
     scenario = None
     if scenario_path is not None:
         scenario = load_scenario(read_input_text(Path(scenario_path), "--scenario"))
-    with spark_failures() as log:
+    with spark_failures() as log, Progress("impact", None if args.quiet else sys.stderr) as progress:
         return run_impact(
             snapshot,
             args.out,
@@ -603,6 +587,7 @@ def run_from_args(
             inputs=[scenario_path] if scenario_path is not None else [],
             spark_log=log,
             compared=compared_strategies(args.compare),
+            progress=progress,
         )
 
 

@@ -131,6 +131,10 @@ def writer_spec(
     return WriterSpec(writer, fmt or "parquet", parse_conf(options, "--write-option"), table_prefix)
 
 
+QUIET_HELP = "no progress lines on stderr (errors are still said)"
+"""``--quiet`` of the pipeline's commands, said one way."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The impact options, shared by ``rocket-rebalance impact`` and the spark-submit entry."""
     parser.add_argument("--snapshot", help="snapshot folder (default: the sample snapshot shipped with the package)")
@@ -152,6 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"partitions of the per-group work, 1 to {MAX_PARTITIONS} (default: 4 per core)",
     )
     parser.add_argument("--no-report", action="store_true", help="skip the Markdown report and charts")
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     parser.add_argument(
         "--compare",
         default=",".join(COMPARED_STRATEGIES),

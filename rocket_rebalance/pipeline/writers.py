@@ -18,7 +18,10 @@ Both give the same tables with the same columns in the same order; the rows reje
 from __future__ import annotations
 
 import functools
+import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,15 +30,20 @@ from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
+from rocket_rebalance.progress import Count, Progress
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark import SparkContext
     from pyspark.sql import DataFrame, Row
 
     Worker = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
     """A ``mapInArrow`` body with its settings bound (:mod:`.worker`)."""
 
 __all__ = ["Written", "table_location", "write_tables"]
+
+_TASKS_POLL = 0.5
+"""Seconds between two reads of Spark's status of the analysis' tasks (a read is a call into the driver's JVM)."""
 
 
 @dataclass
@@ -61,7 +69,7 @@ def write_tables(
     spec: WriterSpec,
     scenario: Scenario | None,
     compare: bool,
-    log: Callable[[str], None],
+    progress: Progress,
     compared: Sequence[str] = COMPARED_STRATEGIES,
 ) -> Written:
     """Analyse the assembled ``groups`` (one row per group) and write every output table with ``spec``'s writer;
@@ -77,12 +85,12 @@ def write_tables(
     try:
         if spec.writer == "spark":
             worker = functools.partial(row_batches, scenario=scenario, compare=compare, compared=tuple(compared))
-            written = _with_spark(groups, rejected, out, spec, worker, compare, log)
+            written = _with_spark(groups, rejected, out, spec, worker, compare, progress)
         else:
             worker = functools.partial(
                 write_batches, out=out, scenario=scenario, compare=compare, compared=tuple(compared)
             )
-            written = _with_pyarrow(groups, rejected, out, worker, compare, log)
+            written = _with_pyarrow(groups, rejected, out, worker, compare, progress)
         for row in rejected.groupBy("side", "table", "reason").count().collect():
             written.report.rejected[(row["side"], row["table"], row["reason"])] += int(row["count"])
             written.rows["rejected"] += int(row["count"])
@@ -106,22 +114,27 @@ def _with_pyarrow(
     out: str,
     worker: Worker,
     compare: bool,
-    log: Callable[[str], None],
+    progress: Progress,
 ) -> Written:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from rocket_rebalance.pipeline.worker import COUNT_SCHEMA, REPORT_TAG, complete_output
 
-    log("analyzing groups (mapInArrow over Arrow batches; executors write the tables with pyarrow)")
     rows = dict.fromkeys(OUTPUT_TABLES, 0)
     reports = []
-    for count_row in groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect():
+    detail = "mapInArrow over Arrow batches; executors write the tables with pyarrow"
+    with (
+        progress.count("analyzing groups", "Spark tasks", detail) as count,
+        _spark_tasks(groups.sparkSession.sparkContext, count),
+    ):
+        counted = groups.mapInArrow(worker, from_arrow_schema(COUNT_SCHEMA)).collect()
+    for count_row in counted:
         if count_row["table"] == REPORT_TAG:
             reports.append(count_row)
         else:
             rows[count_row["table"]] += int(count_row["rows"])
     complete_output(out)
-    log("writing rows rejected by the row checks")
+    progress.step("writing rows rejected by the row checks")
     rejected.write.mode("append").parquet(f"{out}/rejected.parquet")
     return Written(rows, _report(reports, compare))
 
@@ -133,7 +146,7 @@ def _with_spark(
     spec: WriterSpec,
     worker: Worker,
     compare: bool,
-    log: Callable[[str], None],
+    progress: Progress,
 ) -> Written:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -141,20 +154,25 @@ def _with_spark(
 
     from rocket_rebalance.pipeline.worker import REPORT_TAG, ROWS_SCHEMA, TABLE_TAG
 
-    log("analyzing groups (mapInArrow over Arrow batches; rows back to Spark, persisted once)")
     # memory first, disk when it does not fit: the frame is read once per table and must not be recomputed
     analysed = groups.mapInArrow(worker, from_arrow_schema(ROWS_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         selected = {name: analysed.filter(F.col(TABLE_TAG) == name).select(f"`{name}`.*") for name in OUTPUT_TABLES}
         selected["rejected"] = selected["rejected"].unionByName(rejected)
         rows = dict.fromkeys(OUTPUT_TABLES, 0)
-        for count_row in analysed.groupBy(TABLE_TAG).count().collect():  # runs the analysis, filling the cache
+        detail = "mapInArrow over Arrow batches; rows back to Spark, persisted once"
+        with (
+            progress.count("analyzing groups", "Spark tasks", detail) as count,
+            _spark_tasks(analysed.sparkSession.sparkContext, count),
+        ):
+            tagged = analysed.groupBy(TABLE_TAG).count().collect()  # runs the analysis, filling the cache
+        for count_row in tagged:
             if count_row[TABLE_TAG] != REPORT_TAG:
                 rows[count_row[TABLE_TAG]] = int(count_row["count"])
         report = _report(analysed.filter(F.col(TABLE_TAG) == REPORT_TAG).select("report").collect(), compare)
         for name, frame in selected.items():
             where = table_location(out, name, spec)
-            log(f"writing {name} ({spec.format}) to {where}")
+            progress.step(f"writing {name} ({spec.format}) to {where}")
             writer = frame.write.mode("overwrite").format(spec.format).options(**spec.options)
             if spec.table_prefix is not None:
                 writer.saveAsTable(where)
@@ -163,3 +181,66 @@ def _with_spark(
     finally:
         analysed.unpersist()  # a shared session (tests, notebooks) must not keep the cache
     return Written(rows, report)
+
+
+_JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+"""The local properties :meth:`SparkContext.setJobGroup` sets."""
+
+
+@contextmanager
+def _spark_tasks(context: SparkContext, count: Count) -> Iterator[None]:
+    """Report to ``count`` how many of the Spark tasks of the jobs run inside the block are done, of those known
+    (a stage's tasks are known once one of them starts, so the total grows from one stage to the next): the
+    analysis is one action, silent for most of a run otherwise (47 s at 300 groups on local[*]).
+
+    The jobs run under a job group of their own, read from Spark's status tracker every ``_TASKS_POLL`` seconds
+    by a thread that ends with the block; the caller's own job group (a shared session's) is put back after. A
+    failed read ends the polling (the analysis goes on) and is said in the count's final line."""
+    group = f"rocket-rebalance-{uuid.uuid4().hex}"
+    previous = {key: context.getLocalProperty(key) for key in _JOB_GROUP}
+    context.setJobGroup(group, "rocket-rebalance: analyzing groups")
+    stop = threading.Event()
+    failed: list[str] = []
+    last = (0, 0)
+
+    def read() -> None:
+        nonlocal last
+        try:
+            last = _tasks_done(context, group)
+        except Exception as error:  # Py4J's errors or a stopped context: the numbers stop, the job goes on
+            failed.append(f"{type(error).__name__}: {error}".splitlines()[0])
+
+    def poll() -> None:
+        while not stop.wait(_TASKS_POLL) and not failed:
+            read()
+            if not failed:
+                count(*last)
+
+    poller = threading.Thread(target=poll, name="rocket-rebalance-spark-progress", daemon=True)
+    poller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        poller.join()
+        for key, value in previous.items():
+            context.setLocalProperty(key, value)  # type: ignore[arg-type]  # None unsets, as its docstring says
+    if not failed:
+        read()  # the last count: every stage that ran
+    count(*last, note=f"Spark's task counts unavailable ({failed[0]})" if failed else "")
+
+
+def _tasks_done(context: SparkContext, group: str) -> tuple[int, int]:
+    """The completed and known tasks of the job group's jobs. A stage is known once a task of it has started: a
+    job also lists the stages it skips (their shuffle output already computed by an earlier job, as adaptive
+    execution runs each shuffle as a job of its own), whose tasks never run."""
+    tracker = context.statusTracker()
+    done = total = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info is not None else []:
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is not None and stage_info.numActiveTasks + stage_info.numCompletedTasks > 0:
+                done += stage_info.numCompletedTasks
+                total += stage_info.numTasks
+    return done, total

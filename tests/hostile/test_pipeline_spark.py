@@ -19,7 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from rocket_rebalance.pipeline import SAMPLE_SNAPSHOT
+from rocket_rebalance.progress import Progress
 from tests.pipeline.conftest import spark  # noqa: F401  (the session's one local SparkSession)
+from tests.progress_lines import progress_line
 
 pytestmark = pytest.mark.spark
 
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.spark
 def rejected_by_spark(session: Any, snapshot: Path, out: Path) -> list[tuple[str, str]]:
     from rocket_rebalance.pipeline.job import run_impact
 
-    run_impact(snapshot, out, spark=session, partitions=2, report=False, progress=lambda line: None)
+    run_impact(snapshot, out, spark=session, partitions=2, report=False, progress=Progress("impact", None))
     return sorted((r["table"], r["reason"]) for r in pq.read_table(out / "rejected.parquet").to_pylist())
 
 
@@ -88,11 +90,11 @@ def test_a_new_run_replaces_the_earlier_output_and_nothing_else(spark: Any, tmp_
     from rocket_rebalance.pipeline.job import run_impact
 
     out = tmp_path / "out"
-    run_impact(SAMPLE_SNAPSHOT, out, spark=spark, partitions=2, report=True, progress=lambda line: None)
+    run_impact(SAMPLE_SNAPSHOT, out, spark=spark, partitions=2, report=True, progress=Progress("impact", None))
     assert (out / "report.md").exists() and (out / "charts" / "balance.png").exists()
     (out / "notes.txt").write_text("an operator's notes")
     (out / "charts" / "annotated.png").write_bytes(b"not ours")
-    run_impact(SAMPLE_SNAPSHOT, out, spark=spark, partitions=2, report=False, progress=lambda line: None)
+    run_impact(SAMPLE_SNAPSHOT, out, spark=spark, partitions=2, report=False, progress=Progress("impact", None))
     assert not (out / "report.md").exists() and not (out / "charts" / "balance.png").exists()  # no stale report
     assert (out / "notes.txt").read_text() == "an operator's notes"
     assert (out / "charts" / "annotated.png").read_bytes() == b"not ours"
@@ -177,8 +179,8 @@ def test_a_topic_and_broker_listed_twice_in_routes_is_rejected_not_merged(spark:
     assert pay == {("broker-b", q) for q in range(4)}
 
 
-PROGRESS = re.compile(r"impact \[\d+\] +\d+\.\ds .+")
-"""A progress line of the command itself (``impact [3]   12.4s reading and checking rows``)."""
+PROGRESS = progress_line("audit")
+"""A progress line of the command itself (``audit [3]   12.4s reading and checking rows``)."""
 
 
 def audit_process(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

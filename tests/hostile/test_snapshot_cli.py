@@ -16,6 +16,7 @@ import pytest
 from rocket_rebalance.remoting import RemotingCommand, RequestCode, ResponseCode, response_to
 from rocket_rebalance.snapshot_folder import COLLECTOR_FILES, MARKER, TABLES
 from tests.hostile.cli import one_line_error, run_cli
+from tests.progress_lines import progress_of
 from tests.scripted_server import ScriptedServer
 
 
@@ -178,7 +179,7 @@ def test_a_cluster_gone_before_any_group_is_read_leaves_the_earlier_snapshot(
     done = run("-n", server.address, "--out", out, "--timeout", "2")
     assert done.returncode == 3, (done.stdout, done.stderr)
     *progress, line = done.stderr.splitlines()
-    assert all(text.startswith("snapshot: ") and text.endswith(" rejected") for text in progress), progress
+    assert progress == progress_of(done.stderr, "snapshot"), progress
     assert line.startswith("rocket-rebalance: no consumer group could be read"), line
     assert "GID_a: connection list unreachable" in line and f"--out {out} is left as it was" in line, line
     assert folder_contents(out) == before

@@ -12,9 +12,11 @@ import pytest
 from rocket_rebalance.cli import main as cli_main
 from rocket_rebalance.pipeline.audit import LOSS, expected_idleness
 from rocket_rebalance.pipeline.reference import run_reference
+from rocket_rebalance.progress import Progress
 from rocket_rebalance.subscription import SubscriptionExpression
 from tests.pipeline.test_job import assert_same
 from tests.pipeline.test_observed import observed_fleet
+from tests.progress_lines import progress_of
 
 pytestmark = pytest.mark.spark
 
@@ -246,7 +248,8 @@ def test_bad_input_is_one_line_and_exit_2(
     snap = clean_snapshot(tmp_path)
     setup(snap)
     assert cli_main(["audit", "--snapshot", str(snap), *extra]) == 2
-    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("impact [")]
+    stderr = capsys.readouterr().err
+    err = [line for line in stderr.strip().splitlines() if line not in progress_of(stderr, "audit")]
     assert len(err) == 1 and err[0].startswith("rocket-rebalance: ") and message in err[0], err
 
 
@@ -275,13 +278,13 @@ def test_the_audit_keeps_only_the_findings_it_prints(spark: Any, tmp_path: Path)
     from rocket_rebalance.pipeline.audit import format_audit, run_audit
 
     snap = spanning_snapshot(tmp_path, "AVG")
-    kept = run_audit(snap, spark=spark, limit=3, progress=lambda line: None)
+    kept = run_audit(snap, spark=spark, limit=3, progress=Progress("audit", None))
     assert len(kept.findings) == 3 and kept.left_out == 17 and kept.status == 1
-    whole = run_audit(snap, spark=spark, limit=100, progress=lambda line: None)
+    whole = run_audit(snap, spark=spark, limit=100, progress=Progress("audit", None))
     assert len(whole.findings) == 20 and whole.left_out == 0 and kept.findings == whole.findings[:3]
     assert format_audit(kept, 3, "table").splitlines()[-1] == "... and 17 more"
     assert format_audit(kept, 2, "table").splitlines()[-1] == "... and 18 more"
-    nothing = run_audit(snap, spark=spark, limit=0, progress=lambda line: None)
+    nothing = run_audit(snap, spark=spark, limit=0, progress=Progress("audit", None))
     assert nothing.findings == [] and nothing.left_out == 20 and nothing.status == 1
     assert format_audit(nothing, 0, "table").splitlines() == ["20 findings, none shown (the limit is 0)"]
 

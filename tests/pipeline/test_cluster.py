@@ -17,10 +17,12 @@ import pytest
 from rocket_rebalance.cli import main as cli_main
 from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from rocket_rebalance.progress import Progress
 
 pytestmark = pytest.mark.spark
 
 from tests.pipeline.cluster import SparkHome, StandaloneCluster, standalone_cluster  # noqa: E402
+from tests.progress_lines import progress_of  # noqa: E402
 
 SCENARIO = {
     "name": "deploy: one consumer joins every group, broker-b restarts",
@@ -54,7 +56,7 @@ def local_run(spark: Any, fleet: tuple[Path, Path], tmp_path_factory: pytest.Tem
     out = tmp_path_factory.mktemp("local") / "out"
     run_impact(
         snapshot, out, scenario=load_scenario(json.loads(scenario.read_text())), spark=spark, partitions=4,
-        report=False, progress=lambda line: None,
+        report=False, progress=Progress("impact", None),
     )  # fmt: skip
     assert rows(out, "moved_queues") and rows(out, "violations")
     return out
@@ -85,7 +87,7 @@ def test_spark_submit_to_a_standalone_cluster_equals_a_local_run(
     earlier = {app["id"] for app in cluster.state()["completedapps"]}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "impact [" in done.stdout + done.stderr  # spark-submit relays the Python driver's progress lines
+    assert progress_of(done.stdout + done.stderr, "impact")  # spark-submit relays the Python driver's progress lines
     assert (out / "report.md").exists()  # drawn on the driver from the executors' tables
 
     # the tasks ran in executors on both workers, not in the driver: each worker launched an executor of this app

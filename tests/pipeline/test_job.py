@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,9 @@ from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.reference import Tables, run_reference
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from rocket_rebalance.progress import Progress
 from rocket_rebalance.snapshot_folder import SnapshotError
+from tests.progress_lines import progress_of
 
 pytestmark = pytest.mark.spark
 
@@ -40,9 +44,11 @@ def assert_same(spark_out: Path, reference: Tables) -> None:
 def run(spark: Any, snapshot: Path, out: Path | str, **kwargs: Any) -> Any:
     from rocket_rebalance.pipeline.job import run_impact
 
-    lines: list[str] = []
-    result = run_impact(snapshot, out, spark=spark, partitions=2, progress=lines.append, **kwargs)
-    assert lines and all(line.startswith("impact [") for line in lines)
+    log = io.StringIO()
+    result = run_impact(snapshot, out, spark=spark, partitions=2, progress=Progress("impact", log), **kwargs)
+    lines = log.getvalue().splitlines()
+    assert lines and lines == progress_of(log.getvalue(), "impact"), lines
+    assert any(re.search(r" analyzing groups: (\d+)/\1 Spark tasks in \d+s$", line) for line in lines), lines
     return result
 
 
@@ -168,7 +174,7 @@ def test_missing_table_fails_before_any_spark_work(tmp_path: Path) -> None:
     shutil.copytree(SAMPLE_SNAPSHOT, tmp_path / "snap")
     (tmp_path / "snap" / "offsets.jsonl").unlink()
     with pytest.raises(SnapshotError, match="table 'offsets' not found"):
-        run_impact(tmp_path / "snap", tmp_path / "out", spark=NoSpark(), progress=lambda line: None)  # type: ignore[arg-type]
+        run_impact(tmp_path / "snap", tmp_path / "out", spark=NoSpark(), progress=Progress("impact", None))  # type: ignore[arg-type]
 
 
 def test_cli_reports_a_missing_column_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from rocket_rebalance.pipeline.report import TOP, ReportData, ReportParts, bucke
 from rocket_rebalance.pipeline.rows import GroupRow
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import load_scenario
+from rocket_rebalance.progress import Progress
 
 SCENARIO = load_scenario(SAMPLE_SCENARIO.read_text())
 TITLE = f"scenario {SCENARIO.name}"
@@ -93,7 +94,7 @@ def test_the_jobs_report_is_the_reports_of_the_reference_tables(spark: Any, tmp_
 
         out = tmp_path / writer
         result = run_impact(
-            SAMPLE_SNAPSHOT, out, scenario=SCENARIO, spark=spark, partitions=2, progress=lambda line: None,
+            SAMPLE_SNAPSHOT, out, scenario=SCENARIO, spark=spark, partitions=2, progress=Progress("impact", None),
             writer=writer_spec(writer),
         )  # fmt: skip
         whole = expected(run_reference(SAMPLE_SNAPSHOT, scenario=SCENARIO), TITLE, True)

@@ -16,6 +16,7 @@ from rocket_rebalance.pipeline.options import WriterSpec, writer_spec
 from rocket_rebalance.pipeline.reference import run_reference
 from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from rocket_rebalance.progress import Progress
 from tests.pipeline.test_job import canonical
 
 pytestmark = pytest.mark.spark
@@ -29,7 +30,7 @@ def run(spark: Any, out: Path | str, writer: WriterSpec, report: bool = False) -
     scenario = load_scenario(SAMPLE_SCENARIO.read_text())
     return run_impact(
         SAMPLE_SNAPSHOT, out, scenario=scenario, spark=spark, partitions=2, report=report, writer=writer,
-        progress=lambda line: None,
+        progress=Progress("impact", None),
     )  # fmt: skip
 
 
