@@ -31,6 +31,7 @@ LAYERS = {
     "whatif": 3,
     "testing": 3,
     "tradeoffs": 3,
+    "pictures": 3,  # ownership grids: plans as pictures (matplotlib only when drawing), for commands and pipeline
     "core": 4,
     "inputs": 2,
     "runtime": 5,
@@ -234,9 +235,11 @@ def test_only_the_pipeline_imports_spark_and_it_uses_only_the_pure_layers() -> N
                 assert not _under(name, ("pyspark",)), f"{path.relative_to(ROOT)} imports {name}"
             elif name.startswith("rocket_rebalance."):
                 # route: the model's route; snapshot_folder: the folder's contract, pure but for its files;
-                # subscription: pure expressions (the audit compares what a group's members subscribe)
+                # subscription: pure expressions (the audit compares what a group's members subscribe);
+                # pictures: the ownership grid the report draws as simulate and allocate-mq do
                 allowed = (
-                    "model", "route", "strategies", "subscription", "plan", "snapshot_folder", "inputs", "pipeline"
+                    "model", "route", "strategies", "subscription", "plan", "snapshot_folder", "inputs", "pictures",
+                    "pipeline",
                 )  # fmt: skip
                 assert name.split(".")[1] in allowed, f"{path.relative_to(ROOT)} imports {name}"
 

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.pictures import OwnershipGrid, ownership_grid
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.reference import Tables, _results, run_reference
-from rocket_rebalance.pipeline.report import TOP, ReportData, ReportParts, bucket, write_report
+from rocket_rebalance.pipeline.report import GRIDS, TOP, ReportData, ReportParts, bucket, write_report
 from rocket_rebalance.pipeline.rows import GroupRow
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import load_scenario
@@ -36,7 +38,7 @@ def expected(tables: Tables, title: str, compare: bool) -> ReportData:
     for (kind_side, kind), count in sorted(Counter((r["side"], r["kind"]) for r in tables["violations"]).items()):
         totals[f"{kind}_{kind_side}"] = count
     histogram = Counter(
-        bucket(r["max_over_avg"]) for r in tables["balance"] if r["side"] == side and r["consumers"] and r["queues"]
+        (r["side"], bucket(r["max_over_avg"])) for r in tables["balance"] if r["consumers"] and r["queues"]
     )
     strategies: dict[str, dict[str, Any]] = {}
     for row in tables["comparison"]:
@@ -55,7 +57,10 @@ def expected(tables: Tables, title: str, compare: bool) -> ReportData:
         title,
         totals,
         side,
-        sorted(histogram.items()),
+        {
+            s: sorted((edge, n) for (of, edge), n in histogram.items() if of == s)
+            for s in sorted({s for s, _ in histogram})
+        },
         [strategies[name] for name in sorted(strategies)],
         [{k: r[k] for k in columns} for r in top],
         [
@@ -66,7 +71,23 @@ def expected(tables: Tables, title: str, compare: bool) -> ReportData:
             {"side": s, "table": t, "reason": why, "count": n}
             for (s, t, why), n in sorted(rejected.items(), key=lambda item: (-item[1], item[0]))[:TOP]
         ],
+        [expected_grid(tables, r["group"]) for r in [r for r in top if r["moved"]][:GRIDS]],
     )
+
+
+def expected_grid(tables: Tables, group: str) -> OwnershipGrid:
+    """The group's ownership on its topic where most queues move (then most exposure, then by name)."""
+    moves = [r for r in tables["movement"] if r["group"] == group]
+    topic = min(moves, key=lambda r: (-r["moved"], -r["exposure"], r["topic"]))["topic"]
+    pairs = {
+        side: [
+            (MessageQueue(topic, r["broker"], r["queue_id"]), r["owner"])
+            for r in tables["assignments"]
+            if r["group"] == group and r["topic"] == topic and r["side"] == side
+        ]
+        for side in ("before", "after")
+    }
+    return ownership_grid(f"{group}, topic {topic}", pairs["before"], pairs["after"])
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 1000])
@@ -82,6 +103,7 @@ def test_parts_added_up_are_the_whole_tables_figures(chunk: int) -> None:
     whole = expected(run_reference(SAMPLE_SNAPSHOT, scenario=SCENARIO), TITLE, True)
     assert merged.data(TITLE) == whole
     assert whole.top_exposure and whole.violation_reasons and whole.rejected_reasons and whole.strategies
+    assert len(whole.grids) == 4 and set(whole.balance_histogram) == {"before", "after"}
 
 
 @pytest.mark.spark
