@@ -19,6 +19,7 @@ from typing import Any
 
 from rocket_rebalance.model import MessageQueue, printable
 from rocket_rebalance.plan import Plan
+from rocket_rebalance.tradeoffs import Row
 
 __all__ = [
     "MAX_GRID_QUEUES",
@@ -30,6 +31,7 @@ __all__ = [
     "png_bytes",
     "pyplot",
     "require_matplotlib",
+    "tradeoff_figure",
     "wrap_label",
 ]
 
@@ -216,3 +218,22 @@ def png_bytes(fig: Any) -> bytes:
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
     return buffer.getvalue()
+
+
+def tradeoff_figure(rows: Sequence[Row], title: str) -> Any:
+    """The demo's chart of balance against movement as a picture: one marker per strategy, named in a legend
+    beside the axes (labels written at the points would cover each other where strategies land close together),
+    and a dashed line at the least share a balanced split moves on a join."""
+    plt = pyplot("the demo's chart")
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    markers = "osD^v<>pPXh*"
+    for index, row in enumerate(rows):
+        ax.scatter(row.join_moved, row.balance_mean, marker=markers[index % len(markers)], s=60, label=row.label)
+    if rows:
+        ax.axvline(rows[0].join_minimum, color="0.5", linestyle="--", label="least a balanced split moves")
+    ax.set_xlabel("share of queues moved on one join (mean)")
+    ax.set_ylabel("max / avg queues per consumer (mean)")
+    ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
