@@ -322,7 +322,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "messages that may be delivered a second time: on each moved queue, those consumed but not yet committed",
     ),
     "group": ("group", "the consumer group"),
-    "strategy_change": ("strategy", "the group's strategy, before → after when the change switches it"),
+    "strategy_change": ("its strategy", "the group's own strategy, before → after when the change switches it"),
     "paused": ("queues paused", "queues nobody pulls for a while: those that move and those left without owner"),
     "count": ("count", "how many rows or queues have this reason"),
     "side": ("side", "before or after the change"),
@@ -548,19 +548,24 @@ def _charts(data: ReportData) -> dict[str, _Chart]:
         keep(balance_chart(plt, data), BALANCE_CHART, "Balance per group and topic, before and after")
     if data.strategies:
         keep(strategies_chart(plt, data), STRATEGIES_CHART, "Share of queues moved per strategy")
-    exposed = [row for row in data.top_exposure if row["exposure"]]
-    if exposed:
-        labels = [wrap_label(_shorten(row["group"], 60), 30) for row in reversed(exposed)]
-        lines = sum(label.count("\n") + 1 for label in labels)
-        fig, ax = plt.subplots(figsize=(8, max(2.5, 0.22 * lines + 0.3 * len(labels) + 1)))
-        ax.barh(labels, [row["exposure"] for row in reversed(exposed)])
-        ax.set_xlabel("messages that may be delivered again")
-        ax.set_title("Groups at most risk")
-        keep(fig, EXPOSURE_CHART, "Groups at most risk: messages that may be delivered again")
+    if any(row["exposure"] for row in data.top_exposure):
+        keep(exposure_chart(plt, data), EXPOSURE_CHART, "Groups at most risk: messages that may be delivered again")
     if data.grids:
         fig = grid_figure(data.grids, what="the impact report's ownership grids")
         charts[OWNERSHIP_CHART] = _Chart(OWNERSHIP_CHART, "Who owns which queue in the worst groups", png_bytes(fig))
     return charts
+
+
+def exposure_chart(plt: Any, data: ReportData) -> Any:
+    """The top groups' messages at risk, one bar each; long group names wrapped, the figure as tall as they need."""
+    exposed = [row for row in reversed(data.top_exposure) if row["exposure"]]
+    labels = [wrap_label(_shorten(row["group"], 60), 30) for row in exposed]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.22 * lines + 0.3 * len(labels) + 1)))
+    ax.barh(range(len(labels)), [row["exposure"] for row in exposed], tick_label=labels)
+    ax.set_xlabel("messages that may be delivered again")
+    ax.set_title("Groups at most risk")
+    return fig
 
 
 def balance_chart(plt: Any, data: ReportData) -> Any:
