@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from rocket_rebalance import cli
-from rocket_rebalance.commands import preview
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.pictures import OwnershipGrid
+from rocket_rebalance.pictures import OwnershipGrid, grid_figure
 from rocket_rebalance.plan import movement, plan
 from rocket_rebalance.strategies import create_strategy
 from tests.commands.conftest import RunCli
@@ -40,13 +39,13 @@ def test_the_simulated_grid_marks_exactly_the_moved_queues(
     route_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drawn: list[OwnershipGrid] = []
-    real = preview.grid_figure
+    real = grid_figure
 
     def keep(grids: list[OwnershipGrid], compare: bool) -> Any:
         drawn.extend(grids)
         return real(grids, compare)
 
-    monkeypatch.setattr(preview, "grid_figure", keep)
+    monkeypatch.setattr("rocket_rebalance.commands.preview.grid_figure", keep)
     argv = ["simulate", "-t", "TopicTest", "-i", "c1,c2", "--join", "c3", "--route", str(route_file), "--format",
             "png", "--output", str(tmp_path / "g.png")]  # fmt: skip
     assert cli.main(argv) == 0
