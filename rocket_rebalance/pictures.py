@@ -46,8 +46,10 @@ TITLE_WIDTH = 80
 """Characters per line of a grid's title."""
 
 
-class PicturesUnavailableError(RuntimeError):
-    """A picture was asked for and matplotlib (the ``spark`` extra) is not installed."""
+class PicturesUnavailableError(ValueError):
+    """A picture was asked for and matplotlib (the ``spark`` extra) is not installed. A ``ValueError`` because that
+    is what the command line reports as one line (exit 2), wherever the picture was asked for (a preview's
+    ``--format png``, the demo's ``--chart``, the impact report)."""
 
     def __init__(self, what: str) -> None:
         super().__init__(

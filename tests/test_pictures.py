@@ -59,7 +59,7 @@ def _many_queues(consumers: list[str], count: int) -> list[tuple[MessageQueue, s
     return [(MessageQueue("T", f"broker-{i % 3}", i), consumers[i % len(consumers)]) for i in range(count)]
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(st.integers(1, MAX_GRID_QUEUES + 20), st.integers(1, 12), st.integers(5, 60), st.booleans())
 def test_grid_labels_never_overlap_or_run_off_the_picture(
     queues: int, consumers: int, name: int, compare: bool

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from rocket_rebalance.commands import CommandError
 from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, printable
-from rocket_rebalance.pictures import PicturesUnavailableError, png_bytes, require_matplotlib, tradeoff_figure
+from rocket_rebalance.pictures import png_bytes, require_matplotlib, tradeoff_figure
 from rocket_rebalance.plan import balance, movement, plan
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.tradeoffs import compare, default_strategies, format_chart, format_table
@@ -220,10 +220,7 @@ def _run(args: argparse.Namespace) -> int:
 
         require_stub_extra("the live demo (it runs nameserver_stub; --static needs nothing)")
     if args.chart is not None:
-        try:
-            require_matplotlib("demo --chart")
-        except PicturesUnavailableError as error:
-            raise CommandError(str(error)) from None
+        require_matplotlib("demo --chart")
     print(show_allocations())
     print("\n")
     print(show_tradeoffs(args.chart))

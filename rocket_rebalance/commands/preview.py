@@ -44,7 +44,6 @@ from rocket_rebalance.mqadmin import (
 )
 from rocket_rebalance.pictures import (
     OwnershipGrid,
-    PicturesUnavailableError,
     grid_figure,
     ownership_grid,
     plan_owners,
@@ -200,10 +199,7 @@ def _check_picture(args: argparse.Namespace, command: str) -> None:
     if args.format == "png":
         if args.output is None:
             raise CommandError(f"{command} --format png writes a file: give --output FILE")
-        try:
-            require_matplotlib(f"{command} --format png")
-        except PicturesUnavailableError as error:
-            raise CommandError(str(error)) from None
+        require_matplotlib(f"{command} --format png")
     elif args.output is not None:
         raise CommandError(
             f"--output is where --format png writes its picture; {command} --format {args.format} prints"

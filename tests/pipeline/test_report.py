@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from rocket_rebalance.model import MessageQueue
-from rocket_rebalance.pictures import OwnershipGrid, ownership_grid
+from rocket_rebalance.pictures import MAX_GRID_QUEUES, OwnershipGrid, ownership_grid
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.reference import Tables, _results, run_reference
 from rocket_rebalance.pipeline.report import GRIDS, TOP, ReportData, ReportParts, bucket, write_report
-from rocket_rebalance.pipeline.rows import GroupRow
+from rocket_rebalance.pipeline.rows import AssignmentRow, GroupRow, MovementRow
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import load_scenario
 
@@ -144,3 +144,43 @@ def test_top_groups_rank_by_exposure_then_moved_then_name_across_parts() -> None
         merged.merge(part)
     ranked = sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))[:TOP]
     assert [(r["group"], r["exposure"], r["moved"]) for r in merged.data(TITLE).top_exposure] == ranked
+
+
+def test_a_grid_is_of_the_most_moved_topic_and_draws_at_most_its_first_queues() -> None:
+    """A group moving 150 queues of one topic and 2 of another: its grid is the first topic's, capped, the rest
+    counted; the same after the part travels as JSON."""
+    tables = RowTables()
+    for topic, count in (("Small", 2), ("Big", 150)):
+        for side, owner in (("before", "c1"), ("after", "c2")):
+            for queue_id in range(count):
+                tables["assignments"].append(
+                    AssignmentRow(side=side, topic=topic, broker="broker-a", queue_id=queue_id, owner=owner)
+                )
+        tables["movement"].append(
+            MovementRow(
+                topic=topic,
+                queues=count,
+                moved=count,
+                minimum=0,
+                moved_share=1.0,
+                minimum_share=0.0,
+                removed=0,
+                paused=count,
+                exposure=0,
+            )  # fmt: skip
+        )
+    tables["groups"].append(
+        GroupRow(
+            strategy_before="AVG", strategy_after="AVG", message_model="CLUSTERING", consumers_before=1,
+            consumers_after=1, queues_before=152, queues_after=152, violations_before=0, violations_after=0,
+            observed_violations=None, moved=152, minimum=0, exposure=0, paused=152, rebalances=True,
+        )
+    )  # fmt: skip
+    tables.close_group("big")
+    part = ReportParts("after")
+    part.add(tables)
+    (grid,) = ReportParts.from_json(part.to_json()).data(TITLE).grids
+    assert grid.title == "big, topic Big"
+    assert grid.queues == tuple(sorted(MessageQueue("Big", "broker-a", q) for q in range(150)))[:MAX_GRID_QUEUES]
+    assert grid.hidden == 150 - MAX_GRID_QUEUES
+    assert grid.consumers == ("c1", "c2") and grid.changed == list(range(MAX_GRID_QUEUES))
