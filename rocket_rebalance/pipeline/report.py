@@ -389,9 +389,12 @@ def sentences(data: ReportData) -> list[str]:
             f"{_plural(groups, 'group', 'groups')}."
         )
     else:
+        rebalancing, moved = totals.get("groups_rebalancing", 0), totals.get("moved", 0)
+        rebalance = "rebalances" if rebalancing == 1 else "rebalance"
+        move = "moves" if moved == 1 else "move"
+        queues = _plural(totals.get("queues_before", 0), "queue", "queues")
         said.append(
-            f"{totals.get('groups_rebalancing', 0):,} of {_plural(groups, 'group', 'groups')} rebalance; "
-            f"{totals.get('moved', 0):,} of {_plural(totals.get('queues_before', 0), 'queue', 'queues')} move to "
+            f"{rebalancing:,} of {_plural(groups, 'group', 'groups')} {rebalance}; {moved:,} of {queues} {move} to "
             f"another consumer (a balanced split needs at least {totals.get('minimum', 0):,}), and "
             f"{_plural(totals.get('paused', 0), 'queue pauses', 'queues pause')} while they change hands."
         )
@@ -616,12 +619,8 @@ def _markdown(data: ReportData, charts: Mapping[str, _Chart]) -> str:
     columns = _Columns()
     for table in _tables(data):
         lines += [f"## {table.title}", "", *_md_table(table.keys, table.rows, columns), ""]
-    lines += ["## Fleet totals", ""]
-    lines += [_md_row([_figure(key), _count(value)]) for key, value in data.totals.items()] and [
-        "| figure | value |",
-        "|---|---|",
-        *(_md_row([_figure(key), _count(value)]) for key, value in data.totals.items()),
-    ]
+    lines += ["## Fleet totals", "", "| figure | value |", "|---|---|"]
+    lines += [_md_row([_figure(key), _count(value)]) for key, value in data.totals.items()]
     return "\n".join(lines) + "\n"
 
 
