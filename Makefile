@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)
 
+# The demo's balance-against-movement chart is drawn as a picture too, into build/demo/tradeoffs.png.
 demo: $(STAMP)
-	$(PY) -m rocket_rebalance demo
+	$(PY) -m rocket_rebalance demo --chart build/demo/tradeoffs.png
 
 # The live demo on a real Apache RocketMQ NameServer and broker, with a Java consumer in the group (needs Java 17
 # and Maven; the jars are fetched once into .rocketmq/).

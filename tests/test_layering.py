@@ -31,6 +31,7 @@ LAYERS = {
     "whatif": 3,
     "testing": 3,
     "tradeoffs": 3,
+    "pictures": 3,  # ownership grids: plans as pictures (matplotlib only when drawing), for commands and pipeline
     "core": 4,
     "inputs": 2,
     "progress": 2,  # a command's progress on the stream it is given: the commands and the pipeline both use it
@@ -236,9 +237,11 @@ def test_only_the_pipeline_imports_spark_and_it_uses_only_the_pure_layers() -> N
             elif name.startswith("rocket_rebalance."):
                 # route: the model's route; snapshot_folder: the folder's contract, pure but for its files;
                 # subscription: pure expressions (the audit compares what a group's members subscribe); progress:
-                # what the job says of its steps, on the stream it is given
+                # what the job says of its steps, on the stream it is given; pictures: the ownership grid the
+                # report draws as simulate and allocate-mq do
                 allowed = (
                     "model", "route", "strategies", "subscription", "plan", "snapshot_folder", "inputs", "progress",
+                    "pictures",
                     "pipeline",
                 )  # fmt: skip
                 assert name.split(".")[1] in allowed, f"{path.relative_to(ROOT)} imports {name}"

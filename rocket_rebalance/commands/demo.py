@@ -5,8 +5,9 @@ fourth consumer joins, one leaves gracefully and one is killed. After each step 
 checks that every queue has exactly one owner and that every message was consumed, and exits 0 only if so.
 The static part needs no server: two brokers of eight queues, three consumers, a fourth joining; then what each
 strategy trades, balance against movement, measured on random groups (:mod:`rocket_rebalance.tradeoffs`) and drawn
-as a chart. ``--rocketmq`` runs the live part on a real Apache RocketMQ NameServer and brokers instead, with a Java
-consumer in the group.
+as a chart (``--chart FILE`` draws it as a PNG too; ``make demo`` writes ``build/demo/tradeoffs.png``).
+``--rocketmq`` runs the live part on a real Apache RocketMQ NameServer and brokers instead, with a Java consumer in
+the group.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocket_rebalance.commands import CommandError
-from rocket_rebalance.model import MessageQueue, prepare_rebalance_input
+from rocket_rebalance.model import MessageQueue, prepare_rebalance_input, printable
+from rocket_rebalance.pictures import png_bytes, require_matplotlib, tradeoff_figure
 from rocket_rebalance.plan import balance, movement, plan
 from rocket_rebalance.strategies import AllocateMessageQueueStrategy, create_strategy
 from rocket_rebalance.tradeoffs import compare, default_strategies, format_chart, format_table
@@ -75,18 +77,30 @@ def show_allocations() -> str:
     return "\n".join(lines)
 
 
-def show_tradeoffs() -> str:
+TRADEOFF_TITLE = (
+    f"Balance against movement: {TRADEOFF_GROUPS} random groups of {TRADEOFF_QUEUES} queues and "
+    f"{TRADEOFF_CONSUMERS} consumers, one more joining (seed {TRADEOFF_SEED})"
+)
+
+
+def show_tradeoffs(chart: Path | None = None) -> str:
     """The demo's chart of balance against movement and its table, measured live on random groups (one example
-    above says little about the hashing strategies; ``benchmarks/strategies.py`` has the figures for more sizes)."""
+    above says little about the hashing strategies; ``benchmarks/strategies.py`` has the figures for more sizes).
+    With ``chart``, the same figures drawn as a PNG there too (a picture reads faster than letters on a grid)."""
     rows = compare(default_strategies(), TRADEOFF_QUEUES, TRADEOFF_CONSUMERS, TRADEOFF_GROUPS, TRADEOFF_SEED)
+    drawn = []
+    if chart is not None:
+        chart.parent.mkdir(parents=True, exist_ok=True)
+        chart.write_bytes(png_bytes(tradeoff_figure(rows, TRADEOFF_TITLE)))
+        drawn = ["", f"(drawn as a picture too: {printable(str(chart))})"]
     return "\n".join(
         [
-            f"# Balance against movement: {TRADEOFF_GROUPS} random groups of {TRADEOFF_QUEUES} queues and "
-            f"{TRADEOFF_CONSUMERS} consumers, one more joining (seed {TRADEOFF_SEED})",
+            f"# {TRADEOFF_TITLE}",
             "",
             format_chart(rows),
             "",
             format_table(rows),
+            *drawn,
         ]
     )
 
@@ -205,9 +219,11 @@ def _run(args: argparse.Namespace) -> int:
         from rocket_rebalance.runtime.transport.wire import require_stub_extra
 
         require_stub_extra("the live demo (it runs nameserver_stub; --static needs nothing)")
+    if args.chart is not None:
+        require_matplotlib("demo --chart")
     print(show_allocations())
     print("\n")
-    print(show_tradeoffs())
+    print(show_tradeoffs(args.chart))
     if args.static:
         return 0
     with tempfile.TemporaryDirectory(prefix="rocket-rebalance-demo-") as folder:
@@ -231,5 +247,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--static", action="store_true", help="only the strategy overview (no processes)")
     parser.add_argument(
         "--rocketmq", action="store_true", help="the live part on a real Apache RocketMQ with a Java consumer"
+    )
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        metavar="FILE",
+        help="also draw the balance-against-movement chart as a PNG into FILE (needs the spark extra)",
     )
     parser.set_defaults(handler=_run)

@@ -4,7 +4,8 @@ Both take one topic or several (``-t`` repeated, with a route each): several top
 consumers plan them (:func:`rocket_rebalance.whatif.plan_topics`: each on its own, or all in one call for a strategy
 that spans topics) and loads are shown per consumer over all of them, which is where balancing each topic on its
 own shows its skew. A strategy Java consumers cannot run gets a note in the output (not an error: previewing it is
-what one does before choosing it).
+what one does before choosing it). ``--format png --output FILE`` draws the same answer as ownership grids
+(:mod:`rocket_rebalance.pictures`): per topic, its queues by the consumers that own them, the moved ones marked.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ from rocket_rebalance.mqadmin import (
     parse_id_list,
     parse_mqadmin_id_list,
     to_mqadmin_json,
+)
+from rocket_rebalance.pictures import (
+    OwnershipGrid,
+    grid_figure,
+    ownership_grid,
+    plan_owners,
+    png_bytes,
+    require_matplotlib,
 )
 from rocket_rebalance.plan import Plan
 from rocket_rebalance.route import TopicRoute
@@ -184,7 +193,26 @@ def _mqadmin_order(args: argparse.Namespace, routes: Sequence[TopicRoute]) -> Pl
     return result
 
 
+def _check_picture(args: argparse.Namespace, command: str) -> None:
+    """Refuse a picture without a file, a file without a picture, or a picture without matplotlib, before any
+    route is read (each a one-line error)."""
+    if args.format == "png":
+        if args.output is None:
+            raise CommandError(f"{command} --format png writes a file: give --output FILE")
+        require_matplotlib(f"{command} --format png")
+    elif args.output is not None:
+        raise CommandError(
+            f"--output is where --format png writes its picture; {command} --format {args.format} prints"
+        )
+
+
+def _write_grids(grids: Sequence[OwnershipGrid], output: Path, compare: bool) -> None:
+    output.write_bytes(png_bytes(grid_figure(grids, compare)))
+    print(f"wrote {printable(str(output))}: {len(grids)} ownership grid{'s' if len(grids) != 1 else ''}")
+
+
 def _run_allocate_mq(args: argparse.Namespace) -> int:
+    _check_picture(args, "allocate-mq")
     routes = load_routes(args)
     queues = {route.topic: route.subscribe_queues() for route in routes}
     empty = [topic for topic, topic_queues in queues.items() if not topic_queues]
@@ -199,6 +227,13 @@ def _run_allocate_mq(args: argparse.Namespace) -> int:
         plans = plan_topics(strategy, args.group or MQADMIN_GROUP, queues, members)
         note = java_note([strategy])
     _warn_unowned(queues, plans)
+    if args.format == "png":
+        grids = [
+            ownership_grid(f"{topic}: who owns which queue ({args.strategy or 'AVG'})", plan_owners(p), plan_owners(p))
+            for topic, p in plans.items()
+        ]
+        _write_grids(grids, args.output, compare=False)
+        return 0
     if args.format == "table":
         if len(plans) == 1:
             _print_table(next(iter(plans.values())))
@@ -271,6 +306,11 @@ def _describe(outcome: Outcome, topics: Sequence[str]) -> list[str]:
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
+    if args.json:
+        if args.format not in ("text", "json"):
+            raise CommandError(f"--json is --format json; give one of --json and --format {args.format}")
+        args.format = "json"
+    _check_picture(args, "simulate")
     routes = load_routes(args)
     members = _checked_members(_read_members(args))
     change = Change(tuple(args.join), tuple(args.leave), tuple(args.broker_down))
@@ -278,7 +318,15 @@ def _run_simulate(args: argparse.Namespace) -> int:
     outcomes = simulate(strategies, args.group or "simulated_group", routes, members, change, args.split_view)
     topics = [route.topic for route in routes]
     note = java_note(strategies)
-    if args.json:
+    if args.format == "png":
+        grids = [
+            ownership_grid(f"{outcome.strategy}, topic {topic}", plan_owners(before), plan_owners(after))
+            for outcome in outcomes
+            for topic, (before, after) in outcome.topics.items()
+        ]
+        _write_grids(grids, args.output, compare=True)
+        return 0
+    if args.format == "json":
         single = {"topic": topics[0]} if len(topics) == 1 else {}  # the shape from before several topics were taken
         document = {**single, "topics": topics, "outcomes": [o.to_dict() for o in outcomes], "note": note}
         print(json.dumps(document, ensure_ascii=False))
@@ -301,10 +349,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_strategy_options(allocate, repeatable=False)
     allocate.add_argument(
         "--format",
-        **word_choices(("json", "table")),
+        **word_choices(("json", "table", "png")),
         default="json",
-        help="mqadmin JSON or a table",
+        help="mqadmin JSON, a table, or a PNG picture of who owns which queue (needs --output and the spark extra)",
     )
+    allocate.add_argument("--output", type=Path, metavar="FILE", help="where --format png writes its picture")
     allocate.add_argument(
         "--mqadmin-order", action="store_true", help="reproduce mqadmin's unsorted answer and say where it differs"
     )
@@ -325,5 +374,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--broker-down", action="append", default=[], metavar="NAME", help="a broker that goes down")
     add_strategy_options(sim, repeatable=True)
     sim.add_argument("--split-view", action="store_true", help="also show the window while views disagree")
-    sim.add_argument("--json", action="store_true", help="print JSON")
+    sim.add_argument(
+        "--format",
+        **word_choices(("text", "json", "png")),
+        default="text",
+        help="text, JSON, or a PNG picture per strategy and topic of who owns which queue before and after, the "
+        "moved queues marked (needs --output and the spark extra)",
+    )
+    sim.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
+    sim.add_argument("--output", type=Path, metavar="FILE", help="where --format png writes its picture")
     sim.set_defaults(handler=_run_simulate)

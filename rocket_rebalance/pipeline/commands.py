@@ -31,7 +31,7 @@ def _impact(args: argparse.Namespace) -> int:
     for path in result.partial:
         print(f"impact: partial snapshot {path}: {PARTIAL_NOTE}")
     if result.report:
-        print(f"impact: report {result.report}")
+        print(f"impact: report {result.report} and {result.report.removesuffix('.md')}.html (self-contained)")
     return 0
 
 
@@ -116,7 +116,7 @@ def register(subparsers: Any) -> None:
         help="output format",
     )
     audit.add_argument("--limit", type=int, default=50, metavar="N", help="print at most N findings (default 50)")
-    audit.add_argument("--report", action="store_true", help="also write report.md and charts into --out")
+    audit.add_argument("--report", action="store_true", help="also write report.md, report.html and charts into --out")
     audit.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     audit.set_defaults(handler=_audit)
     gen = subparsers.add_parser(

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 import pyarrow.fs as pafs
 
-from rocket_rebalance.pipeline.report import CHART_FILES, CHARTS_FOLDER
+from rocket_rebalance.pipeline.report import CHART_FILES, CHARTS_FOLDER, REPORT_FILES
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from rocket_rebalance.pipeline.worker import filesystem
 
@@ -35,7 +35,7 @@ __all__ = ["MARKER", "OutputError", "check_output", "claim_output", "clear_outpu
 MARKER = "_rocket-rebalance-impact.json"
 """Written first into every output folder; ``_``-prefixed, so Spark and pyarrow readers skip it."""
 
-_FILES = ("summary.json", "report.md")
+_FILES = ("summary.json", *REPORT_FILES)
 _TABLES = tuple(f"{name}.parquet" for name in OUTPUT_TABLES)
 _KNOWN = frozenset((*_TABLES, *_FILES, CHARTS_FOLDER, MARKER))
 

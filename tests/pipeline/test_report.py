@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.pictures import MAX_GRID_QUEUES, OwnershipGrid, ownership_grid
 from rocket_rebalance.pipeline import SAMPLE_SCENARIO, SAMPLE_SNAPSHOT
 from rocket_rebalance.pipeline.reference import Tables, _results, run_reference
-from rocket_rebalance.pipeline.report import TOP, ReportData, ReportParts, bucket, write_report
-from rocket_rebalance.pipeline.rows import GroupRow
+from rocket_rebalance.pipeline.report import GRIDS, TOP, ReportData, ReportParts, bucket, write_report
+from rocket_rebalance.pipeline.rows import AssignmentRow, GroupRow, MovementRow
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.progress import Progress
@@ -37,7 +39,7 @@ def expected(tables: Tables, title: str, compare: bool) -> ReportData:
     for (kind_side, kind), count in sorted(Counter((r["side"], r["kind"]) for r in tables["violations"]).items()):
         totals[f"{kind}_{kind_side}"] = count
     histogram = Counter(
-        bucket(r["max_over_avg"]) for r in tables["balance"] if r["side"] == side and r["consumers"] and r["queues"]
+        (r["side"], bucket(r["max_over_avg"])) for r in tables["balance"] if r["consumers"] and r["queues"]
     )
     strategies: dict[str, dict[str, Any]] = {}
     for row in tables["comparison"]:
@@ -56,7 +58,10 @@ def expected(tables: Tables, title: str, compare: bool) -> ReportData:
         title,
         totals,
         side,
-        sorted(histogram.items()),
+        {
+            s: sorted((edge, n) for (of, edge), n in histogram.items() if of == s)
+            for s in sorted({s for s, _ in histogram})
+        },
         [strategies[name] for name in sorted(strategies)],
         [{k: r[k] for k in columns} for r in top],
         [
@@ -67,7 +72,23 @@ def expected(tables: Tables, title: str, compare: bool) -> ReportData:
             {"side": s, "table": t, "reason": why, "count": n}
             for (s, t, why), n in sorted(rejected.items(), key=lambda item: (-item[1], item[0]))[:TOP]
         ],
+        [expected_grid(tables, r["group"]) for r in [r for r in top if r["moved"]][:GRIDS]],
     )
+
+
+def expected_grid(tables: Tables, group: str) -> OwnershipGrid:
+    """The group's ownership on its topic where most queues move (then most exposure, then by name)."""
+    moves = [r for r in tables["movement"] if r["group"] == group]
+    topic = min(moves, key=lambda r: (-r["moved"], -r["exposure"], r["topic"]))["topic"]
+    pairs = {
+        side: [
+            (MessageQueue(topic, r["broker"], r["queue_id"]), r["owner"])
+            for r in tables["assignments"]
+            if r["group"] == group and r["topic"] == topic and r["side"] == side
+        ]
+        for side in ("before", "after")
+    }
+    return ownership_grid(f"{group}, topic {topic}", pairs["before"], pairs["after"])
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 1000])
@@ -83,6 +104,7 @@ def test_parts_added_up_are_the_whole_tables_figures(chunk: int) -> None:
     whole = expected(run_reference(SAMPLE_SNAPSHOT, scenario=SCENARIO), TITLE, True)
     assert merged.data(TITLE) == whole
     assert whole.top_exposure and whole.violation_reasons and whole.rejected_reasons and whole.strategies
+    assert len(whole.grids) == 4 and set(whole.balance_histogram) == {"before", "after"}
 
 
 @pytest.mark.spark
@@ -123,3 +145,43 @@ def test_top_groups_rank_by_exposure_then_moved_then_name_across_parts() -> None
         merged.merge(part)
     ranked = sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))[:TOP]
     assert [(r["group"], r["exposure"], r["moved"]) for r in merged.data(TITLE).top_exposure] == ranked
+
+
+def test_a_grid_is_of_the_most_moved_topic_and_draws_at_most_its_first_queues() -> None:
+    """A group moving 150 queues of one topic and 2 of another: its grid is the first topic's, capped, the rest
+    counted; the same after the part travels as JSON."""
+    tables = RowTables()
+    for topic, count in (("Small", 2), ("Big", 150)):
+        for side, owner in (("before", "c1"), ("after", "c2")):
+            for queue_id in range(count):
+                tables["assignments"].append(
+                    AssignmentRow(side=side, topic=topic, broker="broker-a", queue_id=queue_id, owner=owner)
+                )
+        tables["movement"].append(
+            MovementRow(
+                topic=topic,
+                queues=count,
+                moved=count,
+                minimum=0,
+                moved_share=1.0,
+                minimum_share=0.0,
+                removed=0,
+                paused=count,
+                exposure=0,
+            )  # fmt: skip
+        )
+    tables["groups"].append(
+        GroupRow(
+            strategy_before="AVG", strategy_after="AVG", message_model="CLUSTERING", consumers_before=1,
+            consumers_after=1, queues_before=152, queues_after=152, violations_before=0, violations_after=0,
+            observed_violations=None, moved=152, minimum=0, exposure=0, paused=152, rebalances=True,
+        )
+    )  # fmt: skip
+    tables.close_group("big")
+    part = ReportParts("after")
+    part.add(tables)
+    (grid,) = ReportParts.from_json(part.to_json()).data(TITLE).grids
+    assert grid.title == "big, topic Big"
+    assert grid.queues == tuple(sorted(MessageQueue("Big", "broker-a", q) for q in range(150)))[:MAX_GRID_QUEUES]
+    assert grid.hidden == 150 - MAX_GRID_QUEUES
+    assert grid.consumers == ("c1", "c2") and grid.changed == list(range(MAX_GRID_QUEUES))
