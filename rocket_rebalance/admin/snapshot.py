@@ -614,8 +614,8 @@ def _collect(
         unread: list[_GroupRows] = []
         suspects: list[_GroupRows] = []
         done = 0
-        if progress is not None:  # listed: the reading starts, and a person learns how much there is to read
-            progress(0, len(selected), 0)
+        if reporting.progress is not None:  # listed: the reading starts, and a person learns how much to read
+            reporting.progress(0, len(selected), 0)
         try:
             with ThreadPoolExecutor(concurrency, thread_name_prefix="rr-snapshot") as pool:
                 futures: list[Future[_GroupRows]] = [
