@@ -72,11 +72,12 @@ ENGINES = ("auto", "local", "spark")
 ``spark``: the Spark job (:mod:`.job`). ``auto``: local up to :data:`LOCAL_MAX_GROUPS` groups, Spark above, or
 whenever an option only Spark has is given."""
 
-LOCAL_MAX_GROUPS = 20_000
+LOCAL_MAX_GROUPS = 15_000
 """Most groups ``--engine auto`` analyses in this process. Spark's fixed cost on this project's 2-core machine (a
-JVM, a session, the query's jobs: 25-30 s even for one group) is what the in-process engine saves; its per-group
-work on two cores is cheaper than one process's only in bulk. benchmarks/RESULTS.md ("Engines", 2026-11-28) has
-the crossover this is set from; on a cluster (``--master``) Spark is chosen anyway."""
+JVM, a session, the query's jobs: a minute or more for a one-group run) is what the in-process engine saves; Spark's
+per-group work on two cores is cheaper than one process's, so it wins in bulk. benchmarks/RESULTS.md ("Engines",
+2026-11-28) has the crossover this is set from (between 10,000 and 20,000 groups); ``--master`` chooses Spark
+whatever the size (a cluster, more cores)."""
 
 
 def choose_engine(engine: str, groups: int, spark_only: Sequence[str]) -> str:
