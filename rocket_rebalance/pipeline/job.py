@@ -19,6 +19,7 @@ pyarrow's file systems for the tables the executors write, so the executors need
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -396,7 +397,10 @@ def run_impact(
     log(f"checking snapshot {snapshot}")
     found = _check_inputs(snapshot, after)
     spark_only = _spark_options(master, spark, partitions, conf, writer, found)
+    _require("pyarrow", "the fleet analysis")  # both engines write the tables with it
     chosen = choose_engine(engine, _group_count(found) if engine == "auto" and not spark_only else 0, spark_only)
+    if chosen == "spark":
+        _require("pyspark", "--engine spark")
     compare = after is not None or scenario is not None
     out_text = str(out)
     target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
@@ -488,6 +492,12 @@ def _spark_options(
         ("an input URI", not all(_is_local(path) for path in found.tables)),
     ]
     return [name for name, asked in given if asked]
+
+
+def _require(module: str, what: str) -> None:
+    """One line naming the extra when ``module`` is not installed, instead of a ``ModuleNotFoundError`` halfway."""
+    if importlib.util.find_spec(module) is None:
+        raise ValueError(f"{what} needs {module}, which is not installed: pip install 'rocket-rebalance[spark]'")
 
 
 def _group_count(found: _Inputs) -> int:

@@ -49,12 +49,16 @@ def test_audit_and_impact_of_a_small_snapshot_run_without_pyspark(tmp_path: Path
 
 
 def test_errors_of_a_run_without_pyspark_are_one_line(tmp_path: Path) -> None:
-    """A bad input, and Spark's options with ``--engine local``: one line each, exit status 2."""
+    """A bad input, Spark's options with ``--engine local``, Spark without pyspark: one line each, exit status 2."""
     missing = blocked("audit", "--snapshot", str(tmp_path / "nothing-here"), "--engine", "local")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "not a folder" in missing.stderr
     spark_only = blocked("impact", "--out", str(tmp_path / "o"), "--engine", "local", "--master", "local[2]")
     assert spark_only.returncode == 2 and spark_only.stderr.strip().splitlines()[-1] == (
         "rocket-rebalance: --master needs --engine spark (or auto): --engine local runs no Spark"
+    )
+    no_spark = blocked("audit", "--snapshot", str(SAMPLE_SNAPSHOT), "--engine", "spark")
+    assert no_spark.returncode == 2 and no_spark.stderr.strip().splitlines()[-1] == (
+        "rocket-rebalance: --engine spark needs pyspark, which is not installed: pip install 'rocket-rebalance[spark]'"
     )
 
 
