@@ -7,7 +7,8 @@ same deploy scenario is analysed by:
 * the Spark job on ``--master`` (one shared SparkSession; JVM start-up is printed once, apart), once per
   ``--writers`` entry: ``pyarrow`` (the executors write Parquet themselves, the default) and ``spark`` (rows handed
   back to Spark and written by the DataFrameWriter);
-* :func:`rocket_rebalance.pipeline.reference.write_reference`, the same analysis in this process (``python``);
+* the in-process engine (``run_impact(engine="local")``: :func:`rocket_rebalance.pipeline.reference.write_local`),
+  the same analysis in this process (``python``);
 * the control (``--control COMMIT``, default 5aaa92d, the last pipeline commit of 2026-11-22): that commit's code,
   extracted with ``git archive`` and run in a subprocess with ``PYTHONPATH`` pointing at it, on the same fleets in
   the same order, its Spark job on the same master (a session of its own) and its single-process reference. The
@@ -39,7 +40,6 @@ from pathlib import Path
 
 from rocket_rebalance.pipeline.fleetgen import write_fleet
 from rocket_rebalance.pipeline.options import WRITERS, writer_spec
-from rocket_rebalance.pipeline.reference import write_reference
 from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.progress import Progress
 
@@ -127,12 +127,14 @@ def spark_runs(
 
 
 def python_runs(work: Path, sizes: list[int]) -> dict[int, float]:
-    """The single-process reference per size, in this process."""
+    """The in-process engine per size, in this process."""
+    from rocket_rebalance.pipeline.job import run_impact
+
     scenario = load_scenario(SCENARIO)
     timed = {}
     for size in sizes:
         started = time.perf_counter()
-        write_reference(work / f"fleet-{size}", work / f"python-{size}", scenario=scenario)
+        run_impact(work / f"fleet-{size}", work / f"python-{size}", scenario=scenario, report=False, engine="local")
         timed[size] = time.perf_counter() - started
         print(f"   (python: {size:,} groups, {timed[size]:.1f} s)", flush=True)
     return timed

@@ -355,15 +355,17 @@ def subscription_findings(members: dict[str, dict[str, dict[str, SubscriptionExp
 def run_audit(
     snapshot: Path,
     out: Path | None = None,
-    master: str = "local[*]",
+    master: str | None = None,
     conf: dict[str, str] | None = None,
     report: bool = False,
     spark: Any = None,
     progress: Progress | None = None,
     limit: int = DEFAULT_LIMIT,
+    engine: str = "auto",
 ) -> Audit:
     """Run the job on the snapshot alone and collect its first ``limit`` findings (the others counted); ``out``
-    None: a temporary folder, deleted after.
+    None: a temporary folder, deleted after. ``engine``, ``master``, ``conf``, ``spark``: where the job runs, as
+    for :func:`~rocket_rebalance.pipeline.job.run_impact` (a small snapshot in this process, in seconds).
 
     A failure inside Spark is raised as :class:`~rocket_rebalance.pipeline.job.ImpactError` (one line).
     ``progress``: where the steps are said (default: ``audit [N]`` lines on stderr, naming the command that runs).
@@ -388,7 +390,7 @@ def run_audit(
         with spark_failures() as log:
             result = run_impact(
                 snapshot, folder, master=master, spark=spark, report=report, conf=conf, spark_log=log,
-                progress=progress if progress is not None else Progress("audit", sys.stderr),
+                progress=progress if progress is not None else Progress("audit", sys.stderr), engine=engine,
             )  # fmt: skip
         findings, total = _first_findings(folder / "violations.parquet", limit, extra, settle)
     finally:

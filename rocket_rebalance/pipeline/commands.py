@@ -13,7 +13,7 @@ from typing import Any
 
 from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.audit import EXIT_STATUS
-from rocket_rebalance.pipeline.options import MAX_GROUPS, QUIET_HELP, add_arguments
+from rocket_rebalance.pipeline.options import MAX_GROUPS, QUIET_HELP, add_arguments, add_engine_arguments
 from rocket_rebalance.progress import Progress
 
 __all__ = ["register"]
@@ -41,17 +41,18 @@ def _audit(args: argparse.Namespace) -> int:
 
     if args.report and not args.out:
         raise ValueError("--report needs --out: without it the output folder is deleted after the audit")
-    master = args.master or "local[*]"
-    check_master(master)
+    if args.master is not None:
+        check_master(args.master)
     with Progress("audit", None if args.quiet else sys.stderr) as progress:
         audit = run_audit(
             Path(args.snapshot),
             Path(args.out) if args.out else None,
-            master=master,
+            master=args.master,
             conf=parse_conf(args.conf),
             report=args.report,
             limit=args.limit,
             progress=progress,
+            engine=args.engine,
         )
     print(format_audit(audit, args.limit, args.format))
     return audit.status
@@ -87,10 +88,11 @@ def register(subparsers: Any) -> None:
     """Add the pipeline's sub-commands to the ``rocket-rebalance`` parser."""
     impact = subparsers.add_parser(
         "impact",
-        help="fleet impact of a change on every consumer group (Spark)",
+        help="fleet impact of a change on every consumer group (in-process, or Spark for a large fleet)",
         description="What a deploy, broker restart or strategy change does to every consumer group: assignments, "
-        "violations, balance, movement, re-delivery exposure, strategy comparison and a report. Runs on Spark "
-        "(local[*] by default). Without --snapshot, the sample snapshot and scenario shipped with the package.",
+        "violations, balance, movement, re-delivery exposure, strategy comparison and a report. Runs in this "
+        "process for a small fleet and on Spark (local[*] by default) for a large one (--engine). Without "
+        "--snapshot, the sample snapshot and scenario shipped with the package.",
     )
     add_arguments(impact)
     impact.set_defaults(handler=_impact)
@@ -107,7 +109,7 @@ def register(subparsers: Any) -> None:
     audit.add_argument(
         "--out", default=None, help="keep the output tables here (default: a temporary folder, deleted afterwards)"
     )
-    audit.add_argument("--master", default=None, help="Spark master (default local[*])")
+    add_engine_arguments(audit)
     audit.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     audit.add_argument(
         "--format",

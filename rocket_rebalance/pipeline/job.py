@@ -19,6 +19,7 @@ pyarrow's file systems for the tables the executors write, so the executors need
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -31,8 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 from rocket_rebalance.inputs import read_input_text
 from rocket_rebalance.model import GROUP_MAX_LENGTH, MAX_TOPIC_QUEUES, TOPIC_MAX_LENGTH
-from rocket_rebalance.pipeline.options import MAX_PARTITIONS, WriterSpec, check_master, parse_conf, writer_spec
+from rocket_rebalance.pipeline.options import (
+    MAX_PARTITIONS,
+    WriterSpec,
+    check_master,
+    choose_engine,
+    parse_conf,
+    writer_spec,
+)
 from rocket_rebalance.pipeline.output import claim_output, clear_output
+from rocket_rebalance.pipeline.reference import write_local
 from rocket_rebalance.pipeline.report import ReportData, write_report
 from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, MALFORMED, TableSpec, check_snapshot, exact_parquet_columns
@@ -45,8 +54,9 @@ from rocket_rebalance.pipeline.validate import (
     TOO_MANY_QUEUES,
     type_reason,
 )
+from rocket_rebalance.pipeline.writers import Written
 from rocket_rebalance.progress import Progress
-from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, snapshot_partial
+from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, data_files, snapshot_partial
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -335,6 +345,7 @@ class ImpactResult:
     report: str | None
     seconds: float
     partial: list[str]  # the snapshots (before, after) their collector marked partial
+    engine: str = "spark"  # where the analysis ran: local (this process) or spark
 
 
 PARTIAL_NOTE = (
@@ -356,7 +367,7 @@ def run_impact(
     out: Path | str,
     after: Path | str | None = None,
     scenario: Scenario | None = None,
-    master: str = "local[*]",
+    master: str | None = None,
     spark: SparkSession | None = None,
     partitions: int | None = None,
     report: bool = True,
@@ -366,61 +377,150 @@ def run_impact(
     writer: WriterSpec | None = None,
     spark_log: Path | None = None,
     compared: Sequence[str] = COMPARED_STRATEGIES,
+    engine: str = "auto",
 ) -> ImpactResult:
     """Run the whole impact analysis; ``after`` and ``scenario`` are exclusive (neither: the snapshot alone).
 
     Everything that can be checked is checked before Spark starts: the arguments, the input tables (a missing
     table or column raises ``SnapshotError``) and the output folder (``OutputError``: it must lie apart from the
     snapshots, their tables and ``inputs``, further input files such as the scenario's, and hold nothing but an
-    earlier run's output). ``spark`` reuses a session (tests); otherwise one is built for ``master`` and stopped.
-    ``writer`` says who writes the tables (default: the executors, with pyarrow; see :mod:`.writers`).
+    earlier run's output). ``engine`` (:data:`~.options.ENGINES`): in this process or on Spark; ``auto`` by the
+    snapshot's size, and Spark whenever a Spark option is given: ``master`` (None: ``local[*]``), ``spark`` (a
+    session to reuse, as the tests do; otherwise one is built and stopped), ``partitions``, ``conf``, a ``writer``
+    other than pyarrow (default: the executors write Parquet; see :mod:`.writers`), an input under a URI.
     ``spark_log``: where the JVM a new session starts writes its output (see :func:`build_session`).
     ``compared``: the strategies the comparison table replays the change under (none: no comparison).
     ``progress``: where the steps are said (default: ``impact [N]`` lines on stderr; :mod:`~rocket_rebalance.progress`).
     """
-    _check_arguments(after, scenario, partitions, master if spark is None else "")
+    _check_arguments(after, scenario, partitions, master or "")
+    writer = writer or WriterSpec()
     log = progress if progress is not None else Progress("impact", sys.stderr)
     log.step(f"checking snapshot {snapshot}")
     found = _check_inputs(snapshot, after)
+    spark_only = _spark_options(master, spark, partitions, conf, writer, found)
+    _require("pyarrow", "the fleet analysis")  # both engines write the tables with it
+    chosen = choose_engine(engine, _group_count(found) if engine == "auto" and not spark_only else 0, spark_only)
+    if chosen == "spark":
+        _require("pyspark", "--engine spark")
     compare = after is not None or scenario is not None
     out_text = str(out)
     target = out_text if not _is_local(out_text) else str(Path(out_text).resolve())
     claim_output(target, [snapshot, *([after] if after is not None else []), *found.tables, *inputs])
-    own_session = spark is None
+    if chosen == "local":
+        clear_output(target)
+        with log.count("analyzing groups", "groups", "in this process, --engine local") as count:
+            written = write_local(
+                Path(snapshot), target, Path(after) if after is not None else None, scenario, compared, done=count
+            )
+    else:
+        written = _on_spark(found, target, out_text, scenario, compare, compared, writer, _SparkRun(
+            "local[*]" if master is None else master, spark, partitions, conf, spark_log), log)  # fmt: skip
+    rows = written.rows
+    data = written.report.data(_report_title(scenario, after, snapshot))
+    data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in found.partial]
+    if compare and not compared:
+        data.notes.append(NO_COMPARISON_NOTE)
+    report_path = _publish_summary(data, rows, found.partial, target, out_text if report else None)
+    seconds = log.seconds()
+    log.step(
+        f"done: {data.totals['groups']} groups, {data.totals['groups_rebalancing']} rebalance, "
+        f"{rows.get('violations', 0)} violation rows, {rows['rejected']} rejected rows; output in {out_text}"
+    )
+    return ImpactResult(out_text, rows, data.totals, report_path, seconds, found.partial, chosen)
+
+
+@dataclass(frozen=True)
+class _SparkRun:
+    """How the Spark engine runs: its master, a session to reuse (or None: one built and stopped), its
+    partitions, extra settings and the new JVM's log file."""
+
+    master: str
+    spark: SparkSession | None
+    partitions: int | None
+    conf: dict[str, str] | None
+    log: Path | None
+
+
+def _on_spark(
+    found: _Inputs,
+    target: str,
+    out_text: str,
+    scenario: Scenario | None,
+    compare: bool,
+    compared: Sequence[str],
+    writer: WriterSpec,
+    run: _SparkRun,
+    log: Progress,
+) -> Written:
+    """The Spark engine: read, check and assemble the groups with Spark, and write the tables with ``writer``."""
+    spark = run.spark
     if spark is None:
-        log.step(f"starting Spark ({master or 'master from spark-submit'})")
-        spark = build_session(master, conf, spark_log)
+        log.step(f"starting Spark ({run.master or 'master from spark-submit'})")
+        spark = build_session(run.master, run.conf, run.log)
     from rocket_rebalance.pipeline.writers import write_tables
 
-    count, restore = _partition(spark, partitions)
+    count, restore = _partition(spark, run.partitions)
     cached: list[DataFrame] = []
     try:
         log.step("reading and checking rows")
         groups, rejected = _assemble(spark, found, compare, cached)
         log.step(f"preparing the analysis in {count} partitions")
         clear_output(target)
-        written = write_tables(
-            groups, rejected, target if _is_local(out_text) else out_text, writer or WriterSpec(), scenario, compare,
-            log, compared,
-        )  # fmt: skip
-        rows = written.rows
-        data = written.report.data(_report_title(scenario, after, snapshot))
-        data.notes += [f"**Partial snapshot** {path}: {PARTIAL_NOTE}" for path in found.partial]
-        if compare and not compared:
-            data.notes.append(NO_COMPARISON_NOTE)
-        report_path = _publish_summary(data, rows, found.partial, target, out_text if report else None)
-        seconds = log.seconds()
-        log.step(
-            f"done: {data.totals['groups']} groups, {data.totals['groups_rebalancing']} rebalance, "
-            f"{rows.get('violations', 0)} violation rows, {rows['rejected']} rejected rows; output in {out_text}"
+        return write_tables(
+            groups, rejected, target if _is_local(out_text) else out_text, writer, scenario, compare, log, compared
         )
-        return ImpactResult(out_text, rows, data.totals, report_path, seconds, found.partial)
     finally:
         for frame in cached:  # a shared session (tests, notebooks) keeps nothing of the run
             frame.unpersist()
         restore()
-        if own_session:
+        if run.spark is None:
             spark.stop()
+
+
+def _spark_options(
+    master: str | None,
+    spark: SparkSession | None,
+    partitions: int | None,
+    conf: dict[str, str] | None,
+    writer: WriterSpec,
+    found: _Inputs,
+) -> list[str]:
+    """What was asked of the run that only Spark does: each makes ``--engine auto`` choose Spark."""
+    given = [
+        ("--master" if master else "spark-submit", master is not None),
+        ("a Spark session", spark is not None),
+        ("--partitions", partitions is not None),
+        ("--conf", bool(conf)),
+        ("--writer spark", writer.writer == "spark"),
+        ("an input URI", not all(_is_local(path) for path in found.tables)),
+    ]
+    return [name for name, asked in given if asked]
+
+
+def _require(module: str, what: str) -> None:
+    """One line naming the extra when ``module`` is not installed, instead of a ``ModuleNotFoundError`` halfway."""
+    if importlib.util.find_spec(module) is None:
+        raise ValueError(f"{what} needs {module}, which is not installed: pip install 'rocket-rebalance[spark]'")
+
+
+def _group_count(found: _Inputs) -> int:
+    """The snapshot's size for ``--engine auto``: the rows of its ``groups`` table (one per group; the larger
+    side's with an after snapshot), read from Parquet footers or by counting JSON lines, so it costs milliseconds
+    where the analysis would cost seconds."""
+    sides = [found.before, *([found.after] if found.after is not None else [])]
+    return max(_rows(Path(side["groups"][0]), side["groups"][1]) for side in sides)
+
+
+def _rows(path: Path, fmt: str) -> int:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(file).metadata.num_rows for file in data_files(path, fmt))
+    total = 0
+    for file in data_files(path, fmt):
+        with file.open("rb") as lines:
+            total += sum(1 for line in lines if line.strip())
+    return total
 
 
 def _check_arguments(after: Path | str | None, scenario: Scenario | None, partitions: int | None, master: str) -> None:
@@ -553,9 +653,10 @@ def _report_title(scenario: Scenario | None, after: Path | str | None, snapshot:
 
 
 def run_from_args(
-    args: argparse.Namespace, default_master: str = "local[*]", spark: SparkSession | None = None
+    args: argparse.Namespace, spark_submit: bool = False, spark: SparkSession | None = None
 ) -> ImpactResult:
-    """Resolve defaults (the packaged sample) and run; shared by the CLI command and ``main``.
+    """Resolve defaults (the packaged sample) and run; shared by the CLI command and ``main``. Under
+    ``spark_submit`` the job runs on Spark, with spark-submit's master unless ``--master`` is given.
 
     A failure inside Spark (whatever the checks before it could not foresee) is raised as :class:`ImpactError`,
     one line, so the command line never shows a Java or Python stack trace.
@@ -578,7 +679,7 @@ def run_from_args(
             args.out,
             after=args.after,
             scenario=scenario,
-            master=args.master or default_master,
+            master=args.master or ("" if spark_submit else None),
             spark=spark,
             partitions=args.partitions,
             report=not args.no_report,
@@ -588,6 +689,7 @@ def run_from_args(
             spark_log=log,
             compared=compared_strategies(args.compare),
             progress=progress,
+            engine=args.engine,
         )
 
 
@@ -612,10 +714,7 @@ def spark_failures() -> Iterator[Path]:
     try:
         yield log
     except Exception as error:
-        from py4j.protocol import Py4JError
-        from pyspark.errors import PySparkException
-
-        if not isinstance(error, (PySparkException, Py4JError)):
+        if not _from_spark(error):
             raise
         with log.open("a", encoding="utf-8") as details:
             details.write(f"\nrocket-rebalance: the Spark job failed: {type(error).__name__}: {error}\n")
@@ -624,6 +723,12 @@ def spark_failures() -> Iterator[Path]:
     finally:
         if not keep:
             log.unlink(missing_ok=True)
+
+
+def _from_spark(error: BaseException) -> bool:
+    """Whether PySpark or Py4J raised ``error``: told by its classes' modules, not by importing theirs, which the
+    in-process engine never does (it runs without the ``spark`` extra)."""
+    return any(cls.__module__.split(".")[0] in ("pyspark", "py4j") for cls in type(error).__mro__)
 
 
 def spark_error_line(error: BaseException) -> str:

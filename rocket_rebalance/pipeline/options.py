@@ -15,13 +15,17 @@ from rocket_rebalance.model import word_choices
 from rocket_rebalance.pipeline.settings import COMPARED_STRATEGIES
 
 __all__ = [
+    "ENGINES",
     "FLAT_FORMATS",
+    "LOCAL_MAX_GROUPS",
     "MAX_GROUPS",
     "MAX_PARTITIONS",
     "WRITERS",
     "WriterSpec",
     "add_arguments",
+    "add_engine_arguments",
     "check_master",
+    "choose_engine",
     "parse_conf",
     "writer_spec",
 ]
@@ -61,6 +65,47 @@ def parse_conf(items: Sequence[str], option: str = "--conf") -> dict[str, str]:
             raise ValueError(f"{option} expects key=value, got {item!r}")
         conf[key] = value
     return conf
+
+
+ENGINES = ("auto", "local", "spark")
+"""``local``: the analysis in this process (:func:`~rocket_rebalance.pipeline.reference.write_local`), no JVM.
+``spark``: the Spark job (:mod:`.job`). ``auto``: local up to :data:`LOCAL_MAX_GROUPS` groups, Spark above, or
+whenever an option only Spark has is given."""
+
+LOCAL_MAX_GROUPS = 15_000
+"""Most groups ``--engine auto`` analyses in this process. Spark's fixed cost on this project's 2-core machine (a
+JVM, a session, the query's jobs: a minute or more for a one-group run) is what the in-process engine saves; Spark's
+per-group work on two cores is cheaper than one process's, so it wins in bulk. benchmarks/RESULTS.md ("Engines",
+2026-11-28) has the crossover this is set from (between 10,000 and 20,000 groups); ``--master`` chooses Spark
+whatever the size (a cluster, more cores)."""
+
+
+def choose_engine(engine: str, groups: int, spark_only: Sequence[str]) -> str:
+    """``local`` or ``spark`` for ``--engine``: ``groups`` is the snapshot's size, ``spark_only`` the options
+    given that only Spark has (``--master``, ``--conf``, ...), which make ``auto`` choose Spark and are refused
+    with ``local``."""
+    if engine not in ENGINES:
+        raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "local" and spark_only:
+        raise ValueError(f"{', '.join(spark_only)} needs --engine spark (or auto): --engine local runs no Spark")
+    if engine == "auto":
+        return "spark" if spark_only or groups > LOCAL_MAX_GROUPS else "local"
+    return engine
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--engine`` and ``--master``, shared by ``impact`` and ``audit``."""
+    parser.add_argument(
+        "--engine",
+        **word_choices(ENGINES),
+        default="auto",
+        help=f"where the analysis runs: in this process (local: no JVM, seconds for a small fleet), on Spark, or "
+        f"auto (default): local up to {LOCAL_MAX_GROUPS:,} groups, Spark above that or when a Spark option "
+        "(--master, --conf, --partitions, --writer spark) is given",
+    )
+    parser.add_argument(
+        "--master", default=None, help="Spark master (default local[*]; under spark-submit: its own); implies Spark"
+    )
 
 
 WRITERS = ("pyarrow", "spark")
@@ -147,7 +192,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output folder (Parquet tables, report.md, charts/): new, empty, or an earlier impact output (whose "
         "files it replaces), apart from the inputs",
     )
-    parser.add_argument("--master", default=None, help="Spark master (default local[*]; under spark-submit: its own)")
+    add_engine_arguments(parser)
     parser.add_argument(
         "--partitions",
         type=int,

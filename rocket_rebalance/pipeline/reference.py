@@ -1,9 +1,13 @@
-"""The same fleet analysis in one plain Python process: the tests' oracle and the benchmark's baseline.
+"""The fleet analysis in one plain Python process: ``impact`` and ``audit``'s in-process engine (``--engine local``),
+the tests' oracle and the benchmark's baseline.
 
 It reads the snapshot with pyarrow / json, applies the row checks of :mod:`~rocket_rebalance.pipeline.validate`,
 assembles the same per-group input rows the Spark job assembles with ``groupBy``/``collect_list``, and calls the
 same :func:`~rocket_rebalance.pipeline.analysis.analyze_group`. Any difference between this and the Spark job is
 therefore in the plumbing (reading, row checks, grouping, Arrow batches), which is exactly what the tests check.
+A small fleet is analysed here rather than on Spark because Spark's fixed cost (a JVM, a session, a dozen jobs) is
+tens of seconds where the analysis is milliseconds a group (benchmarks/RESULTS.md, "Engines"). Nothing here imports
+pyspark: the engine runs with pyarrow alone.
 """
 
 from __future__ import annotations
@@ -11,12 +15,13 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rocket_rebalance.pipeline.analysis import analyze_group, gc_paused
 from rocket_rebalance.pipeline.movement import offsets_from_rows
+from rocket_rebalance.pipeline.report import ReportParts
 from rocket_rebalance.pipeline.rows import Tables as RowTables
 from rocket_rebalance.pipeline.scenario import Scenario
 from rocket_rebalance.pipeline.schema import INPUT_TABLES, MALFORMED, OUTPUT_TABLES, check_snapshot
@@ -29,6 +34,7 @@ from rocket_rebalance.pipeline.validate import (
     row_reason,
     type_reason,
 )
+from rocket_rebalance.pipeline.writers import Written
 from rocket_rebalance.snapshot_folder import AFTER_TABLES, BEFORE_TABLES, OPTIONAL_TABLES, data_files
 
 __all__ = [
@@ -37,7 +43,7 @@ __all__ = [
     "flatten",
     "read_snapshot",
     "run_reference",
-    "write_reference",
+    "write_local",
 ]
 
 Row = dict[str, Any]
@@ -105,6 +111,12 @@ def read_snapshot(snapshot: Path, tables: Iterable[str], optional: tuple[str, ..
     return {table: [_typed_row(raw, table) for raw in _file_rows(path, fmt)] for table, (path, fmt) in found.items()}
 
 
+def _spark_json(row: Row) -> str:
+    """A rejected row's text as Spark's ``to_json`` writes it (its columns in order, no null ones, compact, not
+    ASCII-escaped), so the two engines' ``rejected`` tables are the same to the character."""
+    return json.dumps({k: v for k, v in row.items() if v is not None}, separators=(",", ":"), ensure_ascii=False)
+
+
 def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
     """Good rows by table; bad rows go to ``rejected`` with their reason (after the row checks: routes rows naming
     a topic and broker another row names too, and observed queues of consumers that are not good members)."""
@@ -117,7 +129,7 @@ def _split(side: str, tables: Tables, rejected: list[Row]) -> Tables:
                 "side": side,
                 "table": table,
                 "reason": reason,
-                "row": json.dumps(row, sort_keys=True, default=str),
+                "row": _spark_json(row),
             }
         )
 
@@ -215,18 +227,24 @@ def _results(
     rejected: list[Row],
     chunk: int,
     compared: Sequence[str] = COMPARED_STRATEGIES,
+    done: Callable[[int, int], None] | None = None,
 ) -> Iterator[RowTables]:
     """The analysis' tables, ``chunk`` groups at a time (the garbage collector paused while a chunk is analysed,
-    as the Spark workers do)."""
+    as the Spark workers do); ``done(groups analysed, groups)`` after each chunk."""
     before = _split("before", read_snapshot(snapshot, BEFORE_TABLES, OPTIONAL_TABLES), rejected)
     after_tables = _split("after", read_snapshot(after, AFTER_TABLES), rejected) if after is not None else None
     compare = after is not None or scenario is not None
-    rows = iter(assemble_groups(before, after_tables, compare))
+    assembled = assemble_groups(before, after_tables, compare)
+    rows = iter(assembled)
+    analysed = 0
     while batch := list(itertools.islice(rows, chunk)):
         tables = RowTables()
         with gc_paused():
             for row in batch:
                 analyze_group(row, scenario, compare, tables, compared)
+        analysed += len(batch)
+        if done is not None:
+            done(analysed, len(assembled))
         yield tables
 
 
@@ -243,24 +261,31 @@ def run_reference(
     return flat
 
 
-def write_reference(
-    snapshot: Path, out: Path, after: Path | None = None, scenario: Scenario | None = None, chunk: int = 2_000
-) -> dict[str, int]:
-    """The same analysis, writing each table as it goes (``chunk`` groups at a time); returns rows per table.
+def write_local(
+    snapshot: Path,
+    out: str,
+    after: Path | None = None,
+    scenario: Scenario | None = None,
+    compared: Sequence[str] = COMPARED_STRATEGIES,
+    chunk: int = 500,
+    done: Callable[[int, int], None] | None = None,
+) -> Written:
+    """The in-process engine: the same analysis, writing each table as it goes (``chunk`` groups at a time) into
+    ``out`` (a claimed, cleared output folder, or a URI pyarrow writes to); returns rows per table and the report's
+    aggregates, as the Spark job's write stage does. ``done(groups analysed, groups)`` is called after each chunk.
 
-    A large fleet's output (tens of millions of rows) does not fit in memory as Python dicts; this is the
-    single-process baseline the benchmark times against the Spark job. It writes through the executors' own
-    :class:`~rocket_rebalance.pipeline.worker.TableWriters` (one part file per table), so the layouts are the same.
+    A large fleet's output (tens of millions of rows) does not fit in memory as Python dicts, hence the chunks. It
+    writes through the executors' own :class:`~rocket_rebalance.pipeline.worker.TableWriters` (one part file per
+    table) and adds the report's parts up as they do, so the two engines' outputs are the same table by table.
     """
-    from rocket_rebalance.pipeline.output import claim_output, clear_output
     from rocket_rebalance.pipeline.worker import TABLE_FIELDS, TableWriters
 
-    claim_output(str(out), [snapshot, *([after] if after is not None else [])])
-    clear_output(str(out))
-    writers = TableWriters(str(out), "part-00000")
+    writers = TableWriters(out, "part-00000")
+    report = ReportParts("after" if after is not None or scenario is not None else "before")
     rejected: list[Row] = []
     try:
-        for tables in _results(snapshot, after, scenario, rejected, chunk):
+        for tables in _results(snapshot, after, scenario, rejected, chunk, compared, done):
+            report.add(tables)
             for name, table in tables.items():
                 writers.write(name, table.columns)
         writers.write("rejected", [[row[f.name] for row in rejected] for f in TABLE_FIELDS["rejected"]])
@@ -268,4 +293,5 @@ def write_reference(
     except BaseException:
         writers.abort()
         raise
-    return writers.rows
+    report.rejected.update((row["side"], row["table"], row["reason"]) for row in rejected)
+    return Written(writers.rows, report)

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        run_from_args(args, default_master="")
+        run_from_args(args, spark_submit=True)
     except (ValueError, OSError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2

@@ -81,7 +81,6 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.e2e
-@pytest.mark.spark
 def test_hostile_client_ids_of_live_consumers_reach_the_audit_escaped(tmp_path: Path) -> None:
     """The whole path an operator's cron job takes: live consumers on the stub, whose client IDs carry escape
     sequences and a newline, then ``snapshot``, then ``audit``: the table has no control character and exactly

@@ -127,6 +127,7 @@ def test_a_failure_inside_spark_is_one_line(
         write_option=[],
         table_prefix=None,
         compare="none",
+        engine="auto",  # Spark all the same: a session is given, and the input is a URI
     )
     with pytest.raises(ImpactError) as raised:
         run_from_args(args, spark=spark)

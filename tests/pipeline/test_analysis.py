@@ -327,11 +327,11 @@ def test_missing_table_or_column_is_a_clear_error(tmp_path: Path) -> None:
 def test_streaming_reference_writes_what_the_in_memory_reference_returns(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from rocket_rebalance.pipeline.reference import run_reference, write_reference
+    from rocket_rebalance.pipeline.reference import run_reference, write_local
     from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 
     scenario = load_scenario(SAMPLE_SCENARIO.read_text())
-    counts = write_reference(SAMPLE_SNAPSHOT, tmp_path, scenario=scenario, chunk=2)
+    counts = write_local(SAMPLE_SNAPSHOT, str(tmp_path), scenario=scenario, chunk=2).rows
     expected = run_reference(SAMPLE_SNAPSHOT, scenario=scenario)
     for name in OUTPUT_TABLES:
         rows = pq.read_table(tmp_path / f"{name}.parquet").to_pylist()
@@ -360,7 +360,8 @@ def test_impact_without_snapshot_uses_the_packaged_sample(monkeypatch: pytest.Mo
     args = build_parser().parse_args(["impact", "--out", str(tmp_path), "--conf", "spark.x=1"])
     job.run_from_args(args)
     assert Path(seen["snapshot"]) == SAMPLE_SNAPSHOT and seen["scenario"] is not None
-    assert seen["master"] == "local[*]" and seen["conf"] == {"spark.x": "1"}
+    # no --master: unset (local[*] if Spark runs); the engine by size, --conf making it Spark
+    assert seen["master"] is None and seen["conf"] == {"spark.x": "1"} and seen["engine"] == "auto"
 
 
 def member_rows(result: dict[str, Any], kind: str) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""``rocket-rebalance audit``: findings of a snapshot's current state and its exit status (real Spark, local[2])."""
+"""``rocket-rebalance audit``: findings of a snapshot's current state and its exit status (in-process, as ``--engine
+auto`` runs a snapshot this small; that Spark gives the same tables is tests/pipeline/test_engines.py's)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from rocket_rebalance.subscription import SubscriptionExpression
 from tests.pipeline.test_job import assert_same
 from tests.pipeline.test_observed import observed_fleet
 from tests.progress_lines import progress_of
-
-pytestmark = pytest.mark.spark
 
 A, B = "10.0.0.1@4001#1700000001", "10.0.0.2@4002#1700000002"
 
@@ -67,24 +66,14 @@ def spanning_snapshot(base: Path, strategy: str) -> Path:
     return snap
 
 
-@pytest.fixture
-def shared_session(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The command runs on the test session (which it must not stop) instead of starting a JVM of its own."""
-    import rocket_rebalance.pipeline.audit as audit
-
-    original = audit.run_audit
-    monkeypatch.setattr(audit, "run_audit", lambda *args, **kwargs: original(*args, **{**kwargs, "spark": spark}))
-    return spark
-
-
-def test_a_clean_snapshot_exits_0(shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_clean_snapshot_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["audit", "--snapshot", str(clean_snapshot(tmp_path))]) == 0
     assert capsys.readouterr().out.strip() == "no findings"
     assert [p.name for p in tmp_path.iterdir()] == ["clean"]  # the temporary output folder is gone
 
 
 def test_audit_of_an_observed_fleet_equals_the_reference_and_exits_1(
-    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fleet = observed_fleet(tmp_path)
     (fleet / "_snapshot.json").write_text(json.dumps({"partial": True, "groups": 40}))
@@ -93,7 +82,7 @@ def test_audit_of_an_observed_fleet_equals_the_reference_and_exits_1(
     assert status == 1
     printed = json.loads(capsys.readouterr().out)
     reference = run_reference(fleet)
-    assert_same(out, reference)  # the Spark job equals the reference on observed data too
+    assert_same(out, reference)  # the job equals the reference on observed data too
     assert printed["partial"] is True and len(printed["findings"]) == 3
     findings = [v for v in reference["violations"] if not expected_idleness(v)]
     assert len(findings) < len(reference["violations"])  # the fleet has consumers idle on retry topics ...
@@ -107,17 +96,12 @@ def test_audit_of_an_observed_fleet_equals_the_reference_and_exits_1(
     assert summary["partial"] == [str(fleet)]
 
 
-def test_impact_of_a_partial_snapshot_says_so(
-    shared_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_impact_of_a_partial_snapshot_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Not only the audit: the impact report and the command's output name a snapshot its collector marked
     partial, since groups it could not read are missing from every table."""
-    import rocket_rebalance.pipeline.job as job
 
     snap = clean_snapshot(tmp_path)
     (snap / "_snapshot.json").write_text(json.dumps({"partial": True}))
-    original = job.run_impact
-    monkeypatch.setattr(job, "run_impact", lambda *a, **k: original(*a, **{**k, "spark": shared_session}))
     assert cli_main(["impact", "--snapshot", str(snap), "--out", str(tmp_path / "out")]) == 0
     assert f"impact: partial snapshot {snap}: the collector could not read every group" in capsys.readouterr().out
     report = (tmp_path / "out" / "report.md").read_text()
@@ -140,16 +124,14 @@ def test_a_partial_snapshot_with_nothing_found_exits_3_and_says_so() -> None:
     assert rejected.status == 3 and "2 input rows rejected, so not checked" in format_audit(rejected, 50, "table")
 
 
-def test_ownership_findings_are_claimed_only_as_they_held_across_the_collectors_reads(
-    spark: Any, tmp_path: Path
-) -> None:
+def test_ownership_findings_are_claimed_only_as_they_held_across_the_collectors_reads(tmp_path: Path) -> None:
     """The collector's settle record: a group whose holdings changed between its two reads (moving) loses its
     ownership findings, one whose holdings held keeps them, saying so; every other finding is as before."""
     from rocket_rebalance.pipeline.audit import run_audit
     from rocket_rebalance.pipeline.observed import OWNERSHIP_KINDS
 
     fleet = observed_fleet(tmp_path)
-    once = [  # the job equals the reference (above): the findings of one read, without a Spark run of their own
+    once = [  # the job equals the reference (above): the findings of one read, without a run of their own
         {**{k: v[k] for k in ("group", "topic", "side", "kind", "reason")}, "where": where(v)}
         for v in run_reference(fleet)["violations"]
         if not expected_idleness(v)
@@ -159,7 +141,7 @@ def test_ownership_findings_are_claimed_only_as_they_held_across_the_collectors_
     held, moving = ownership[0], ownership[1]
     settle = {"seconds": 20, "held": [held], "moving": [moving], "settled": []}
     (fleet / "_snapshot.json").write_text(json.dumps({"partial": False, "settle": settle}))
-    twice = run_audit(fleet, spark=spark, limit=10_000, progress=lambda line: None)
+    twice = run_audit(fleet, limit=10_000, progress=Progress("audit", None))
     assert twice.moving == [moving] and twice.settle_seconds == 20
 
     def about(group: str, findings: list[dict[str, Any]], kinds: frozenset[str] = OWNERSHIP_KINDS) -> list[Any]:
@@ -186,7 +168,7 @@ def where(violation: dict[str, Any]) -> str:
 
 
 def test_a_snapshot_of_stopped_groups_only_finds_the_backlog_that_grew(
-    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No live group: the job runs on empty tables; the stopped groups are listed, and one is a finding only when
     its backlog grew between the collector's two reads (a snapshot of a quiet one exiting 0: tests/rocketmq)."""
@@ -254,7 +236,7 @@ def test_bad_input_is_one_line_and_exit_2(
 
 
 def test_a_balanced_cross_topic_group_is_clean_and_an_avg_one_is_not(
-    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Idleness under a strategy that spans topics is judged on the consumer's total: a balanced CROSS_TOPIC group
     has nothing to find, while AVG really leaves two consumers idle on every topic."""
@@ -272,25 +254,25 @@ def test_a_balanced_cross_topic_group_is_clean_and_an_avg_one_is_not(
     assert shown == every[:5] and printed["more_findings"] == 15  # the first in sort order, the rest counted
 
 
-def test_the_audit_keeps_only_the_findings_it_prints(spark: Any, tmp_path: Path) -> None:
+def test_the_audit_keeps_only_the_findings_it_prints(tmp_path: Path) -> None:
     """A fleet may have millions of findings; the audit holds the first ``limit`` in sort order and counts the
     others, so its memory does not grow with them, and says how many it left out."""
     from rocket_rebalance.pipeline.audit import format_audit, run_audit
 
     snap = spanning_snapshot(tmp_path, "AVG")
-    kept = run_audit(snap, spark=spark, limit=3, progress=Progress("audit", None))
+    kept = run_audit(snap, limit=3, progress=Progress("audit", None))
     assert len(kept.findings) == 3 and kept.left_out == 17 and kept.status == 1
-    whole = run_audit(snap, spark=spark, limit=100, progress=Progress("audit", None))
+    whole = run_audit(snap, limit=100, progress=Progress("audit", None))
     assert len(whole.findings) == 20 and whole.left_out == 0 and kept.findings == whole.findings[:3]
     assert format_audit(kept, 3, "table").splitlines()[-1] == "... and 17 more"
     assert format_audit(kept, 2, "table").splitlines()[-1] == "... and 18 more"
-    nothing = run_audit(snap, spark=spark, limit=0, progress=Progress("audit", None))
+    nothing = run_audit(snap, limit=0, progress=Progress("audit", None))
     assert nothing.findings == [] and nothing.left_out == 20 and nothing.status == 1
     assert format_audit(nothing, 0, "table").splitlines() == ["20 findings, none shown (the limit is 0)"]
 
 
 def test_members_subscribing_differently_are_a_finding_per_topic_and_exit_1(
-    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A subscribes T by TagA and B by '*' (A never receives B's other tags); A also subscribes Extra, which B does
     not (B is handed Extra's queues all the same): two findings, each naming the members concerned."""
@@ -310,7 +292,7 @@ def test_members_subscribing_differently_are_a_finding_per_topic_and_exit_1(
 
 
 def test_a_snapshot_without_subscriptions_audits_and_says_they_were_not_checked(
-    shared_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     snap = clean_snapshot(tmp_path)
     (snap / "member_subscriptions.jsonl").unlink()  # a snapshot of an earlier collector

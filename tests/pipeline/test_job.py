@@ -19,6 +19,7 @@ from rocket_rebalance.pipeline.scenario import Scenario, load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
 from rocket_rebalance.progress import Progress
 from rocket_rebalance.snapshot_folder import SnapshotError
+from tests.pipeline.test_engines import local_agrees
 from tests.progress_lines import progress_of
 
 pytestmark = pytest.mark.spark
@@ -54,9 +55,10 @@ def run(spark: Any, snapshot: Path, out: Path | str, **kwargs: Any) -> Any:
 
 def test_sample_with_scenario_equals_the_reference(spark: Any, tmp_path: Path) -> None:
     scenario = load_scenario(SAMPLE_SCENARIO.read_text())
-    result = run(spark, SAMPLE_SNAPSHOT, tmp_path, scenario=scenario)
+    result = run(spark, SAMPLE_SNAPSHOT, tmp_path / "out", scenario=scenario)
     reference = run_reference(SAMPLE_SNAPSHOT, scenario=scenario)
-    assert_same(tmp_path, reference)
+    assert_same(tmp_path / "out", reference)
+    local_agrees(SAMPLE_SNAPSHOT, tmp_path / "out", result, scenario=scenario)
     assert result.rows["rejected"] == len(reference["rejected"]) > 0
     reasons = {(r["table"], r["reason"]) for r in reference["rejected"]}
     assert ("routes", "negative read queue count") in reasons
@@ -77,9 +79,9 @@ def test_sample_with_scenario_equals_the_reference(spark: Any, tmp_path: Path) -
     # its third consumer's digest names the group's own list: no queue is split (the retry topic has too few queues)
     assert nearby and {v["kind"] for v in nearby} == {"idle_consumer"}
     assert not [v for v in reference["violations"] if v["group"] == "audit_broadcast"]
-    report = (tmp_path / "report.md").read_text()
-    assert "Fleet impact" in report and (tmp_path / "charts" / "balance.png").exists()
-    assert json.loads((tmp_path / "summary.json").read_text())["totals"]["groups"] == 6
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Fleet impact" in report and (tmp_path / "out" / "charts" / "balance.png").exists()
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["totals"]["groups"] == 6
 
 
 @pytest.mark.parametrize(("compared", "writer"), [(("CONSISTENT_HASH", "AVG"), "pyarrow"), ((), "spark")])
@@ -136,9 +138,10 @@ def make_after(base: Path) -> Path:
 def test_after_snapshot_equals_the_reference(spark: Any, tmp_path: Path) -> None:
     after = make_after(tmp_path)
     out = tmp_path / "out"
-    run(spark, SAMPLE_SNAPSHOT, out, after=after, report=False)
+    result = run(spark, SAMPLE_SNAPSHOT, out, after=after, report=False)
     reference = run_reference(SAMPLE_SNAPSHOT, after=after)
     assert_same(out, reference)
+    local_agrees(SAMPLE_SNAPSHOT, out, result, after=after, report=False)
     # pay_service (CONSISTENT_HASH, same consumers) keeps its broker-a queues where they were when broker-b goes
     assert {r["group"] for r in reference["moved_queues"]} == {"order_service"}
     (new,) = [r for r in reference["groups"] if r["group"] == "new_group"]
@@ -156,6 +159,7 @@ def test_generated_parquet_fleet_equals_the_reference(spark: Any, tmp_path: Path
     result = run(spark, fleet, out, scenario=scenario, report=False)
     reference = run_reference(fleet, scenario=scenario)
     assert_same(out, reference)
+    local_agrees(fleet, out, result, scenario=scenario, report=False)
     assert result.totals["groups"] == 60 and result.totals["moved"] > 0
     assert any(v["reason"].startswith("split view") for v in reference["violations"])
     # this library's own strategies are in the fleet, and in every group's comparison: Spark agrees on them too
