@@ -14,6 +14,7 @@ from rocket_rebalance.pipeline.fleetgen import write_fleet
 from rocket_rebalance.pipeline.job import ImpactResult, run_impact
 from rocket_rebalance.pipeline.scenario import load_scenario
 from rocket_rebalance.pipeline.schema import OUTPUT_TABLES
+from rocket_rebalance.progress import Progress
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +33,7 @@ def local_agrees(snapshot: Path, spark_out: Path, spark_result: ImpactResult, **
     """Run the local engine on what Spark ran (into a folder beside Spark's) and compare every output table, the
     counts, the totals, ``summary.json`` and ``report.md`` (when written)."""
     local_out = spark_out.parent / f"{spark_out.name}-local"
-    local = run_impact(snapshot, local_out, engine="local", progress=lambda _: None, **kwargs)
+    local = run_impact(snapshot, local_out, engine="local", progress=Progress("impact", None), **kwargs)
     assert (local.engine, spark_result.engine) == ("local", "spark")
     found, expected = tables(local_out), tables(spark_out)
     for name in OUTPUT_TABLES:
@@ -46,7 +47,7 @@ def local_agrees(snapshot: Path, spark_out: Path, spark_result: ImpactResult, **
 
 
 def on_spark(spark: Any, snapshot: Path, out: Path, **kwargs: Any) -> ImpactResult:
-    return run_impact(snapshot, out, spark=spark, partitions=2, progress=lambda _: None, **kwargs)
+    return run_impact(snapshot, out, spark=spark, partitions=2, progress=Progress("impact", None), **kwargs)
 
 
 def test_the_sample_alone_gives_the_same_tables_on_both_engines(spark: Any, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from rocket_rebalance.pipeline.fleetgen import write_fleet
 from rocket_rebalance.pipeline.job import _check_inputs, _group_count, run_impact
 from rocket_rebalance.pipeline.options import ENGINES, LOCAL_MAX_GROUPS, choose_engine
 from rocket_rebalance.pipeline.reference import write_local
+from rocket_rebalance.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ def test_audit_and_impact_of_a_small_snapshot_run_without_pyspark(tmp_path: Path
     assert impact.returncode == 0, impact.stderr
     assert "impact: 6 groups analyzed" in impact.stdout
     assert (out / "report.md").exists() and (out / "groups.parquet").is_dir()
-    assert "analyzing groups in this process" in impact.stderr and "starting Spark" not in impact.stderr
+    assert "analyzing groups (in this process" in impact.stderr and "starting Spark" not in impact.stderr
 
 
 def test_errors_of_a_run_without_pyspark_are_one_line(tmp_path: Path) -> None:
@@ -86,7 +87,10 @@ def test_the_size_auto_goes_by_is_the_number_of_groups(tmp_path: Path, fmt: str)
     write_fleet(tmp_path / "fleet", 37, 1, 0.0, fmt)
     assert _group_count(_check_inputs(tmp_path / "fleet", None)) == 37
     assert _group_count(_check_inputs(SAMPLE_SNAPSHOT, tmp_path / "fleet")) == 37  # the larger side
-    assert run_impact(tmp_path / "fleet", tmp_path / "out", report=False, progress=lambda _: None).engine == "local"
+    assert (
+        run_impact(tmp_path / "fleet", tmp_path / "out", report=False, progress=Progress("impact", None)).engine
+        == "local"
+    )
 
 
 def test_the_local_engine_says_how_far_it_is(tmp_path: Path) -> None:
