@@ -270,6 +270,7 @@ def test_stopped_groups_are_clean_unless_their_backlog_grows(rocketmq: RocketMQC
 
         snap = tmp_path / "busy-snap"
         with busy.traffic(0.5):
+            wait_until(busy.missing, 60, f"a backlog in {busy.group}")  # the first read sees one, the second more
             done = run_cli("snapshot", "-n", rocketmq.namesrv_address, "--out", str(snap), "--group", f"{prefix}_*",
                            "--settle", "5")  # fmt: skip
         assert done.returncode == 0, done.stderr
