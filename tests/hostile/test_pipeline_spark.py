@@ -121,6 +121,7 @@ def test_a_failure_inside_spark_is_one_line(
         master=None,
         partitions=2,
         no_report=True,
+        quiet=False,
         conf=[],
         writer="pyarrow",
         format=None,

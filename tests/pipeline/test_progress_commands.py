@@ -34,7 +34,7 @@ def session(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     ("command", "argv", "status"),
     [
         ("impact", ["--snapshot", str(SAMPLE_SNAPSHOT), "--partitions", "2", "--no-report"], 0),
-        ("audit", ["--snapshot", str(SAMPLE_SNAPSHOT)], 1),  # the sample has findings
+        ("audit", ["--snapshot", str(SAMPLE_SNAPSHOT), "--engine", "spark"], 1),  # the sample has findings
     ],
 )
 def test_each_command_labels_its_progress_with_its_own_name(
