@@ -178,9 +178,15 @@ class DropQueue(Action):
 
 @dataclass(frozen=True, slots=True)
 class PersistOffsets(Action):
-    """Write these commit offsets to the offset store (one batch); answer with ``OffsetsPersisted``."""
+    """Write these commit offsets to the offset store (one batch); answer with ``OffsetsPersisted``.
+
+    ``epochs``: for each broker whose queues here are fenced by their locks, its connection losses the core had
+    heard of when it decided the write (L9, O6). A broker's part goes out only while its connection is still that
+    one; after a loss the core has not heard of yet, it is not sent and is answered as failed
+    (``OffsetsPersistFailed``)."""
 
     offsets: Mapping[MessageQueue, int] = field(hash=False)
+    epochs: Mapping[str, int] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

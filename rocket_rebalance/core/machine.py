@@ -156,6 +156,12 @@ Offsets
       the handover's and the shutdown's final writes included. A queue we do not hold is its holder's to reset
       (Java ignores those too).
 
+  O6. A write of a fenced queue goes out only on the connection the core knows: ``PersistOffsets`` names, for
+      each broker with such queues in it, the connection losses heard of (L9's epoch), and the runtime sends no
+      part of it on a newer connection (answered ``OffsetsPersistFailed``). A write decided from an answer that
+      came just before the connection closed (O3's next write, a reset's, O5) would otherwise go out on the next
+      connection before the core hears of the loss, and could land after a new owner's writes, rewinding them.
+
 Time
   M1. Every timer is a deadline compared with ``now``; after each event the core emits ``WakeAt(t)`` when its
       earliest deadline changed (and after every ``Tick``), and expects a ``Tick`` then; an early Tick is
@@ -640,7 +646,9 @@ class RebalanceCore:
         if self._out_revoke:
             out.append(RevokeQueues(tuple(sort_queues(self._out_revoke))))
         if self._out_persist:
-            out.append(PersistOffsets(dict(sorted(self._out_persist.items(), key=lambda kv: kv[0].sort_key))))
+            offsets = dict(sorted(self._out_persist.items(), key=lambda kv: kv[0].sort_key))
+            fenced = {mq.broker_name for mq in offsets if self._needs_lock(mq)}  # O6
+            out.append(PersistOffsets(offsets, {broker: self._epochs.get(broker, 0) for broker in sorted(fenced)}))
         for broker in sorted(self._out_lock):
             out.append(LockQueues(broker, tuple(sort_queues(self._out_lock[broker])), self._epochs.get(broker, 0)))
         for broker in sorted(self._out_unlock):

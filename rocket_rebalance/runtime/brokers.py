@@ -150,7 +150,18 @@ class Brokers:
         search = call(Transport.search_offset, mq, timestamp_ms)
         self._io_call(f"offset search of {mq}", self._lookup(mq, request, search, OffsetQueried))
 
-    def persist(self, offsets: Mapping[MessageQueue, int]) -> None:
+    def persist(self, offsets: Mapping[MessageQueue, int], epochs: Mapping[str, int]) -> None:
+        """Write ``offsets``; a broker named in ``epochs`` whose connection was lost since (core rule O6) gets none
+        of it: its queues are answered as not stored, and the core, which hears of the loss first, drops them."""
+        with self._lock:
+            stale = {broker for broker, epoch in epochs.items() if self._losses.get(broker, 0) != epoch}
+        if stale:
+            left_out = {mq: offset for mq, offset in offsets.items() if mq.broker_name in stale}
+            log.debug("offset write not sent to %s: its connection was lost since the write was decided", stale)
+            self._service.post(OffsetsPersistFailed(left_out))
+            offsets = {mq: offset for mq, offset in offsets.items() if mq.broker_name not in stale}
+            if not offsets:
+                return
         self._io_call("persist offsets", self._persist(dict(offsets)))
 
     # ------------------------------------------------------------------ routes and member lists

@@ -327,8 +327,8 @@ class Driver(ABC):
                 brokers.query_max_offset(mq, request)
             case SearchOffset(mq=mq, request_id=request, timestamp_ms=at):
                 brokers.search_offset(mq, request, at)
-            case PersistOffsets(offsets=offsets):
-                brokers.persist(offsets)
+            case PersistOffsets(offsets=offsets, epochs=epochs):
+                brokers.persist(offsets, epochs)
             case StartQueue(mq=mq, offset=offset):
                 self._start(mq, offset, news)
             case StopQueue(mq=mq):

@@ -164,6 +164,7 @@ class Request:
     action: Action
     sent_at: float
     epoch: int = 0  # the sender's connection losses when it was sent: one sent before a loss went on the old one
+    refused: bool = False  # not sent: a write decided before a connection loss its core had not heard of (O6)
 
 
 @dataclass
@@ -219,6 +220,15 @@ class SimConsumer:
 
     def carry_out(self, action: Action) -> None:
         self._listen(action)
+        if isinstance(action, PersistOffsets) and any(e != self.epoch for e in action.epochs.values()):
+            # O6, as the runtime does it: a fenced broker's part of a write decided before a loss the core has not
+            # heard of yet is not sent (answered failed, in any order with the rest)
+            stale = {b for b, e in action.epochs.items() if e != self.epoch}
+            refused = {mq: o for mq, o in action.offsets.items() if mq.broker_name in stale}
+            self.sim.pending.append(Request(self, PersistOffsets(refused), self.sim.now, self.epoch, refused=True))
+            action = PersistOffsets({mq: o for mq, o in action.offsets.items() if mq not in refused})
+            if not action.offsets:
+                return
         if isinstance(action, REMOTE):
             self.sim.pending.append(Request(self, action, self.sim.now, self.epoch))
         elif isinstance(action, StartQueue):
@@ -488,7 +498,7 @@ class Sim:
         if isinstance(action, RevokeQueues):  # returned (fail: it raised, which the runtime answers the same)
             return [QueuesRevoked(frozenset(action.queues))]
         if isinstance(action, PersistOffsets):
-            if fail:
+            if fail or request.refused:
                 return [OffsetsPersistFailed(dict(action.offsets))]
             broker.persist(dict(action.offsets))
             return [OffsetsPersisted(dict(action.offsets))]

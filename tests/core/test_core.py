@@ -401,6 +401,16 @@ def test_fenced_release_drains_persists_then_unlocks() -> None:
     assert actions.index(DropQueue(mq)) < actions.index(UnlockQueues("b0", (mq,)))
 
 
+@pytest.mark.parametrize("fenced", [True, False])
+def test_a_write_of_fenced_queues_names_the_connection_it_may_go_on(fenced: bool) -> None:
+    """O6: a write's fenced brokers carry the connection losses the core knows, so that a write decided before a
+    loss it has not heard of is sent on no newer connection; without the fence a write may go on any connection."""
+    d = Drive(fenced_handover=fenced, persist_interval=1.0)
+    d.start()
+    (persist,) = only(d(Tick(), at=1.5), PersistOffsets)
+    assert persist.offsets and persist.epochs == ({"b0": 0} if fenced else {})
+
+
 def test_fenced_drain_is_bounded() -> None:
     d = Drive(persist_interval=100.0)
     d.start()

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from rocket_rebalance._proto.v1 import broker_pb2
-from rocket_rebalance.core import BrokerRegistered, RebalanceConfig
+from rocket_rebalance.core import BrokerRegistered, OffsetsPersistFailed, RebalanceConfig
+from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.runtime.brokers import Brokers
 from rocket_rebalance.runtime.health import Health
 from rocket_rebalance.runtime.settings import EngineSettings
@@ -120,3 +121,24 @@ def test_a_remoting_stream_lists_us_at_once_since_heartbeats_travel_on_its_conne
     assert stream.lists_us
     streams.ended("10.0.0.1:10911", TransportError("closed", "UNAVAILABLE"))
     assert not stream.lists_us and stream.ended and len(ends) == 1
+
+
+def test_a_fenced_write_decided_before_a_loss_is_not_sent_on_the_next_connection() -> None:
+    """Core rule O6: a write whose broker's connection was lost since the core decided it (its epoch is older)
+    is answered as failed for that broker's queues and never reaches the store; the other brokers' part, and a
+    write that knows the loss, go out."""
+    service = Service()
+    spawned: list[str] = []
+    service.spawn = lambda pool, kind, steps, answered: spawned.append(kind)
+    part = Brokers(service, offset_store=None, languages=None, metrics=None)  # type: ignore[arg-type]
+    a, b = MessageQueue("T", "b0", 0), MessageQueue("T", "b1", 0)
+    part._stream_ended("b0", threading.Event(), None)  # b0's connection lost: its epoch is 1 now
+    service.posted.clear()
+    part.persist({a: 5}, {"b0": 0})
+    assert service.posted == [OffsetsPersistFailed({a: 5})] and spawned == []
+    service.posted.clear()
+    part.persist({a: 5, b: 7}, {"b0": 0, "b1": 0})
+    assert service.posted == [OffsetsPersistFailed({a: 5})] and spawned == ["persist offsets: unexpected error"]
+    service.posted.clear()
+    part.persist({a: 5}, {"b0": 1})  # decided after the core heard of the loss
+    assert service.posted == [] and len(spawned) == 2
