@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-rocketmq rocketmq rocketmq-jars test test-pythons bench bench-pipeline proto lint docs venv clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt hatch_build.py rocket_rebalance/runtime/transport/_pulled.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[spark,dev,metrics]'
@@ -43,10 +43,10 @@ test-pythons:
 	@tests/run_pythons.sh $(PYTHONS)
 
 lint: $(STAMP)
-	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks examples docs
-	$(PY) -m ruff format --check rocket_rebalance nameserver_stub tests benchmarks examples docs README.md
+	$(PY) -m ruff check rocket_rebalance nameserver_stub tests benchmarks examples docs hatch_build.py
+	$(PY) -m ruff format --check rocket_rebalance nameserver_stub tests benchmarks examples docs README.md hatch_build.py
 	$(PY) -m mypy
-	$(PY) -m mypy --strict examples docs/conf.py docs/_ext
+	$(PY) -m mypy --strict examples docs/conf.py docs/_ext hatch_build.py
 	$(DOCS)
 
 # The site (docs/*.md, README.md as its front page, the API reference from the docstrings) into build/docs/html.

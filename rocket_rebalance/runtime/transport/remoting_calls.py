@@ -36,12 +36,12 @@ from rocket_rebalance.runtime.transport import (
     TransportError,
     reported_expression,
 )
+from rocket_rebalance.runtime.transport.pulled import pulled_messages
 from rocket_rebalance.runtime.transport.remoting_wire import (
     Op,
     RemotingWire,
     int_field,
     parsed_body,
-    stored_message,
     wire_error,
 )
 from rocket_rebalance.runtime.transport.tls import tls_client
@@ -72,10 +72,9 @@ def pull_result(mq: MessageQueue, address: str, answer: RemotingCommand, broker_
     if answer.code == ResponseCode.SUCCESS:
         next_offset = int_field(answer, "nextBeginOffset", name, address)
         try:
-            stored = message.unwrap_inner_batches(message.decode_messages(answer.body))
+            messages = pulled_messages(mq, answer.body)
         except ProtocolError as error:
             raise TransportError(f"{name} at {address}: {error}", "INTERNAL") from None
-        messages = tuple(stored_message(mq, item) for item in stored)
         return PullResult(PullStatus.FOUND, next_offset, messages, broker_id)
     status = _PULL_STATUSES.get(ResponseCode(answer.code)) if answer.code in _PULL_STATUSES.keys() else None
     if status is None:

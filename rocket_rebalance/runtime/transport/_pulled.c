@@ -1,0 +1,293 @@
+/* The compiled twin of rocket_rebalance.runtime.transport.pulled: a pull answer's plain records straight into
+ * Message objects, in one pass, without the StoredMessage in between.
+ *
+ * plain_messages(body: bytes, mq, message_type) -> tuple[Message, ...] | None
+ *
+ * "Plain" is what rocket_rebalance.remoting.message._decode_plain reads: V1 records with IPv4 hosts, sound, ports
+ * in range, UTF-8 topic and properties, a body neither compressed nor an inner batch. When any record of the body
+ * is anything else, this returns None and the caller decodes the whole body the pure way, which also reads the
+ * other kinds and names what is wrong with a bad one. So for any bytes the result is the pure path's, or None:
+ * tests/runtime/test_pulled.py holds both paths to that, the damaged and truncated bodies included.
+ *
+ * Each Message is built as stored_message() builds it: object.__new__(message_type), then its __dict__ set at once
+ * (mq, queue_offset, msg_id, body, tags, keys, properties, commit_log_offset, reconsume_times, born_timestamp_ms,
+ * store_timestamp_ms, body_error). Properties are split as Java's string2messageProperties splits them
+ * (rocket_rebalance.remoting.message.decode_properties).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAGIC_V1 ((int32_t)0xDAA320A7)
+#define FIXED_V4 88   /* TOTALSIZE .. BODYLEN of a record with IPv4 hosts */
+#define MIN_RECORD 91 /* IPv4 hosts, empty body, topic and properties */
+#define SYSFLAG_COMPRESSED 0x1
+#define SYSFLAG_V6_HOSTS 0x30
+#define SYSFLAG_INNER_BATCH 0xC0 /* INNER_BATCH | NEED_UNWRAP: split by unwrap_inner_batches */
+#define MAX_PORT 65535
+
+static PyObject *k_mq, *k_queue_offset, *k_msg_id, *k_body, *k_tags, *k_keys, *k_properties, *k_commit_log_offset,
+    *k_reconsume_times, *k_born_timestamp_ms, *k_store_timestamp_ms, *k_body_error, *k_uniq_key, *k_tags_name,
+    *k_keys_name, *k_dict, *empty, *empty_tuple;
+
+static int32_t i32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
+}
+
+static int64_t i64(const unsigned char *p) {
+    return (int64_t)((uint64_t)(uint32_t)i32(p) << 32 | (uint64_t)(uint32_t)i32(p + 4));
+}
+
+/* Java's string2messageProperties over a str: segments split at \x02, each split at its first \x01; a segment
+ * without one, or with an empty name or value, is skipped; a later name wins. */
+static PyObject *properties_of(PyObject *text) {
+    PyObject *properties = PyDict_New();
+    if (properties == NULL) {
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t start = 0;
+    while (start <= length) {
+        Py_ssize_t stop = PyUnicode_FindChar(text, 0x02, start, length, 1);
+        if (stop == -2) {
+            goto fail;
+        }
+        if (stop == -1) {
+            stop = length;
+        }
+        Py_ssize_t separator = PyUnicode_FindChar(text, 0x01, start, stop, 1);
+        if (separator == -2) {
+            goto fail;
+        }
+        if (separator > start && separator + 1 < stop) {
+            PyObject *name = PyUnicode_Substring(text, start, separator);
+            if (name == NULL) {
+                goto fail;
+            }
+            PyObject *value = PyUnicode_Substring(text, separator + 1, stop);
+            if (value == NULL) {
+                Py_DECREF(name);
+                goto fail;
+            }
+            int failed = PyDict_SetItem(properties, name, value);
+            Py_DECREF(name);
+            Py_DECREF(value);
+            if (failed) {
+                goto fail;
+            }
+        }
+        start = stop + 1;
+    }
+    return properties;
+fail:
+    Py_DECREF(properties);
+    return NULL;
+}
+
+/* MessageDecoder.createMessageId for an IPv4 store host: address, port and commit-log offset in upper-case hex. */
+static PyObject *offset_msg_id(const unsigned char *address, int32_t port, int64_t commit_log_offset) {
+    static const char hex[] = "0123456789ABCDEF";
+    unsigned char raw[16];
+    char text[32];
+    memcpy(raw, address, 4);
+    for (int i = 0; i < 4; i++) {
+        raw[4 + i] = (unsigned char)((uint32_t)port >> (24 - 8 * i));
+    }
+    for (int i = 0; i < 8; i++) {
+        raw[8 + i] = (unsigned char)((uint64_t)commit_log_offset >> (56 - 8 * i));
+    }
+    for (int i = 0; i < 16; i++) {
+        text[2 * i] = hex[raw[i] >> 4];
+        text[2 * i + 1] = hex[raw[i] & 0xF];
+    }
+    return PyUnicode_FromStringAndSize(text, 32);
+}
+
+static int put(PyObject *fields, PyObject *key, PyObject *value) {
+    if (value == NULL) {
+        return -1;
+    }
+    int failed = PyDict_SetItem(fields, key, value);
+    Py_DECREF(value);
+    return failed;
+}
+
+static int put_borrowed(PyObject *fields, PyObject *key, PyObject *value) {
+    return PyDict_SetItem(fields, key, value);
+}
+
+/* One plain record's Message, *next set past it; NULL with no exception set when the record is not plain. */
+static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t start, PyObject *mq,
+                        PyObject *message_type, Py_ssize_t *next, PyObject **topic_seen) {
+    if (size - start < FIXED_V4) {
+        return NULL;
+    }
+    const unsigned char *r = data + start;
+    int64_t total = i32(r);
+    int32_t magic = i32(r + 4);
+    int32_t sys_flag = i32(r + 36);
+    int32_t born_port = i32(r + 52);
+    int32_t store_port = i32(r + 68);
+    int64_t body_length = i32(r + 84);
+    int64_t end = (int64_t)start + total;
+    int64_t position = (int64_t)start + FIXED_V4 + body_length;
+    if ((sys_flag & SYSFLAG_V6_HOSTS) || magic != MAGIC_V1 || total < MIN_RECORD || end > (int64_t)size ||
+        body_length < 0 || position + 3 > end || born_port < 0 || born_port > MAX_PORT || store_port < 0 ||
+        store_port > MAX_PORT) {
+        return NULL;
+    }
+    if ((sys_flag & SYSFLAG_COMPRESSED) && body_length > 0) {
+        return NULL; /* inflated by the pure path */
+    }
+    if ((sys_flag & SYSFLAG_INNER_BATCH) == SYSFLAG_INNER_BATCH) {
+        return NULL; /* split by the pure path */
+    }
+    unsigned char topic_length = data[position];
+    if (topic_length >= 0x80) {
+        return NULL;
+    }
+    int64_t topic_start = position + 1;
+    position = topic_start + topic_length;
+    if (position + 2 > end) {
+        return NULL;
+    }
+    if (data[position] >= 0x80 || position + 2 + ((int64_t)data[position] << 8 | data[position + 1]) != end) {
+        return NULL;
+    }
+    /* The record's topic is not a Message field (the queue names it), but the pure decoder refuses a record whose
+     * topic is not UTF-8; it repeats through an answer, so only a new one is checked. */
+    if (*topic_seen == NULL || PyBytes_GET_SIZE(*topic_seen) != topic_length ||
+        memcmp(PyBytes_AS_STRING(*topic_seen), data + topic_start, topic_length) != 0) {
+        PyObject *topic = PyUnicode_DecodeUTF8((const char *)data + topic_start, topic_length, NULL);
+        if (topic == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        Py_DECREF(topic);
+        Py_XSETREF(*topic_seen, PyBytes_FromStringAndSize((const char *)data + topic_start, topic_length));
+        if (*topic_seen == NULL) {
+            return NULL;
+        }
+    }
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)data + position + 2, end - position - 2, NULL);
+    if (text == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+        }
+        return NULL;
+    }
+    PyObject *properties = properties_of(text);
+    Py_DECREF(text);
+    if (properties == NULL) {
+        return NULL;
+    }
+    PyObject *fields = PyDict_New();
+    if (fields == NULL) {
+        Py_DECREF(properties);
+        return NULL;
+    }
+    PyObject *uniq_key = PyDict_GetItemWithError(properties, k_uniq_key);
+    PyObject *tags = PyDict_GetItemWithError(properties, k_tags_name);
+    PyObject *keys = PyDict_GetItemWithError(properties, k_keys_name);
+    if (PyErr_Occurred() || put_borrowed(fields, k_mq, mq) ||
+        put(fields, k_queue_offset, PyLong_FromLongLong(i64(r + 20))) ||
+        (uniq_key != NULL ? put_borrowed(fields, k_msg_id, uniq_key)
+                          : put(fields, k_msg_id, offset_msg_id(r + 64, store_port, i64(r + 28)))) ||
+        put(fields, k_body, PyBytes_FromStringAndSize((const char *)r + FIXED_V4, (Py_ssize_t)body_length)) ||
+        put_borrowed(fields, k_tags, tags != NULL ? tags : empty) ||
+        put_borrowed(fields, k_keys, keys != NULL ? keys : empty) || put_borrowed(fields, k_properties, properties) ||
+        put(fields, k_commit_log_offset, PyLong_FromLongLong(i64(r + 28))) ||
+        put(fields, k_reconsume_times, PyLong_FromLong(i32(r + 72))) ||
+        put(fields, k_born_timestamp_ms, PyLong_FromLongLong(i64(r + 40))) ||
+        put(fields, k_store_timestamp_ms, PyLong_FromLongLong(i64(r + 56))) ||
+        put_borrowed(fields, k_body_error, empty)) {
+        Py_DECREF(properties);
+        Py_DECREF(fields);
+        return NULL;
+    }
+    Py_DECREF(properties);
+    PyObject *message = PyBaseObject_Type.tp_new((PyTypeObject *)message_type, empty_tuple, NULL);
+    if (message == NULL) {
+        Py_DECREF(fields);
+        return NULL;
+    }
+    /* as object.__setattr__(message, "__dict__", fields): a frozen dataclass refuses its own __setattr__ */
+    int failed = PyObject_GenericSetAttr(message, k_dict, fields);
+    Py_DECREF(fields);
+    if (failed) {
+        Py_DECREF(message);
+        return NULL;
+    }
+    *next = (Py_ssize_t)end;
+    return message;
+}
+
+static PyObject *plain_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyType_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "plain_messages(body: bytes, mq, message_type: type)");
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    PyObject *messages = PyList_New(0);
+    if (messages == NULL) {
+        return NULL;
+    }
+    PyObject *topic_seen = NULL;
+    Py_ssize_t start = 0;
+    while (start < size) {
+        Py_ssize_t next = start;
+        PyObject *message = record(data, size, start, args[1], args[2], &next, &topic_seen);
+        if (message == NULL) {
+            Py_XDECREF(topic_seen);
+            Py_DECREF(messages);
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            Py_RETURN_NONE; /* not plain: the pure path reads (or refuses) the whole body */
+        }
+        int failed = PyList_Append(messages, message);
+        Py_DECREF(message);
+        if (failed) {
+            Py_XDECREF(topic_seen);
+            Py_DECREF(messages);
+            return NULL;
+        }
+        start = next;
+    }
+    Py_XDECREF(topic_seen);
+    PyObject *result = PyList_AsTuple(messages);
+    Py_DECREF(messages);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"plain_messages", (PyCFunction)(void (*)(void))plain_messages, METH_FASTCALL,
+     "A pull answer's records as Messages when every record is plain, else None (see the module source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pulled", NULL, -1, methods};
+
+static int intern(PyObject **slot, const char *text) {
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC PyInit__pulled(void) {
+    if (intern(&k_mq, "mq") || intern(&k_queue_offset, "queue_offset") || intern(&k_msg_id, "msg_id") ||
+        intern(&k_body, "body") || intern(&k_tags, "tags") || intern(&k_keys, "keys") ||
+        intern(&k_properties, "properties") || intern(&k_commit_log_offset, "commit_log_offset") ||
+        intern(&k_reconsume_times, "reconsume_times") || intern(&k_born_timestamp_ms, "born_timestamp_ms") ||
+        intern(&k_store_timestamp_ms, "store_timestamp_ms") || intern(&k_body_error, "body_error") ||
+        intern(&k_uniq_key, "UNIQ_KEY") || intern(&k_tags_name, "TAGS") || intern(&k_keys_name, "KEYS") ||
+        intern(&k_dict, "__dict__") || intern(&empty, "")) {
+        return NULL;
+    }
+    empty_tuple = PyTuple_New(0);
+    if (empty_tuple == NULL) {
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}
