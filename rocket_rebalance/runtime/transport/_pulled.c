@@ -85,6 +85,94 @@ fail:
     return NULL;
 }
 
+/* Short strings met before, by kind: property names repeat in every message of an answer, and so do many values
+ * ("true", a tag, a region). Each cache fills with the first ones met and keeps them for the module's life; a
+ * string from it needs no allocation and has its hash already. Used under the GIL only (the module does not
+ * declare itself free-threading safe, so a free-threaded Python runs it with the GIL on). */
+#define CACHED_MAX_LENGTH 24
+#define CACHE_SIZE 32
+typedef struct {
+    PyObject *strings[CACHE_SIZE];
+    int count;
+} StringCache;
+static StringCache names_cache, values_cache;
+
+/* An ASCII string of n bytes at p, from ``cache`` when it holds it. */
+static PyObject *ascii_string(StringCache *cache, const char *p, Py_ssize_t n) {
+    if (n <= CACHED_MAX_LENGTH) {
+        for (int i = 0; i < cache->count; i++) {
+            PyObject *known = cache->strings[i];
+            if (PyUnicode_GET_LENGTH(known) == n && memcmp(PyUnicode_1BYTE_DATA(known), p, (size_t)n) == 0) {
+                Py_INCREF(known);
+                return known;
+            }
+        }
+    }
+    PyObject *string = PyUnicode_New(n, 127);
+    if (string == NULL) {
+        return NULL;
+    }
+    memcpy(PyUnicode_1BYTE_DATA(string), p, (size_t)n);
+    if (n <= CACHED_MAX_LENGTH && cache->count < CACHE_SIZE) {
+        if (PyObject_Hash(string) == -1) {
+            Py_DECREF(string);
+            return NULL;
+        }
+        Py_INCREF(string);
+        cache->strings[cache->count++] = string;
+    }
+    return string;
+}
+
+/* properties_of for ASCII properties (what producers almost always write), read from the bytes as they are: the
+ * same segments, skipped and overwritten alike, without decoding the whole text and cutting it up again. */
+static PyObject *ascii_properties_of(const char *text, Py_ssize_t length) {
+    PyObject *properties = PyDict_New();
+    if (properties == NULL) {
+        return NULL;
+    }
+    const char *end = text + length;
+    const char *start = text;
+    while (start <= end) {
+        const char *stop = memchr(start, 0x02, (size_t)(end - start));
+        if (stop == NULL) {
+            stop = end;
+        }
+        const char *separator = memchr(start, 0x01, (size_t)(stop - start));
+        if (separator != NULL && separator > start && separator + 1 < stop) {
+            PyObject *name = ascii_string(&names_cache, start, separator - start);
+            if (name == NULL) {
+                goto fail;
+            }
+            PyObject *value = ascii_string(&values_cache, separator + 1, stop - separator - 1);
+            if (value == NULL) {
+                Py_DECREF(name);
+                goto fail;
+            }
+            int failed = PyDict_SetItem(properties, name, value);
+            Py_DECREF(name);
+            Py_DECREF(value);
+            if (failed) {
+                goto fail;
+            }
+        }
+        start = stop + 1;
+    }
+    return properties;
+fail:
+    Py_DECREF(properties);
+    return NULL;
+}
+
+static int is_ascii(const unsigned char *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] & 0x80) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* MessageDecoder.createMessageId for an IPv4 store host: address, port and commit-log offset in upper-case hex. */
 static PyObject *offset_msg_id(const unsigned char *address, int32_t port, int64_t commit_log_offset) {
     static const char hex[] = "0123456789ABCDEF";
@@ -170,15 +258,22 @@ static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t s
             return NULL;
         }
     }
-    PyObject *text = PyUnicode_DecodeUTF8((const char *)data + position + 2, end - position - 2, NULL);
-    if (text == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-            PyErr_Clear();
+    const unsigned char *raw = data + position + 2;
+    Py_ssize_t raw_length = (Py_ssize_t)(end - position - 2);
+    PyObject *properties;
+    if (is_ascii(raw, raw_length)) {
+        properties = ascii_properties_of((const char *)raw, raw_length);
+    } else {
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)raw, raw_length, NULL);
+        if (text == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+            }
+            return NULL;
         }
-        return NULL;
+        properties = properties_of(text);
+        Py_DECREF(text);
     }
-    PyObject *properties = properties_of(text);
-    Py_DECREF(text);
     if (properties == NULL) {
         return NULL;
     }

@@ -52,7 +52,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, sniff_non_remoting
@@ -273,7 +273,7 @@ class Multiplexer(ABC):
                 done(TransportError(f"{name} at {self.address}: {error}", "UNAVAILABLE"))
                 return None
             self._pending[opaque] = Pending(name, time.monotonic() + timeout, done)
-        return replace(command, opaque=opaque)
+        return command.with_opaque(opaque)
 
     def _write_failed(self, opaque: int, error: TransportError) -> None:
         """The request ``opaque`` could not be written: it fails now, if nothing else failed it first."""
