@@ -59,7 +59,7 @@ from rocket_rebalance.runtime.settings import (
 from rocket_rebalance.runtime.stats import ConsumeStats, Tally
 from rocket_rebalance.runtime.steps import Invoke, Steps, call
 from rocket_rebalance.runtime.tracing import Tracing
-from rocket_rebalance.runtime.transport import Message, Transport, TransportError
+from rocket_rebalance.runtime.transport import Message, Transport, TransportError, body_bytes, offsets_of
 from rocket_rebalance.trace import ConsumeReturnType
 
 __all__ = ["CHUNK_WORK", "CONSUME_TIMEOUT_KIND", "MAX_CHUNK_MESSAGES", "Dispatch", "consume_directly"]
@@ -191,7 +191,7 @@ class Dispatch:
                 return
             buffered = run.buffered
             chunk = [buffered.popleft() for _ in range(min(self._chunk_size(), len(buffered)))]
-            service.handle(MessagesDispatched(mq, tuple(m.queue_offset for m in chunk)))
+            service.handle(MessagesDispatched(mq, offsets_of(chunk)))
             run.busy += 1
             arrived = None if self._metrics is None else self._arrival(run, chunk[0].queue_offset)
             self._consume(mq, run, chunk, core.lock_deadline(mq), arrived)
@@ -438,14 +438,14 @@ class Dispatch:
         if ends_task:
             run.busy -= 1
         if result.consumed:
-            run.cached_bytes -= sum(len(m.body) for m in result.consumed)
-            service.handle(MessagesConsumed(mq, tuple(m.queue_offset for m in result.consumed)))
+            run.cached_bytes -= body_bytes(result.consumed)
+            service.handle(MessagesConsumed(mq, offsets_of(result.consumed)))
         if result.returned:
             if not run.stopped:
                 run.buffered.extendleft(reversed(result.returned))
                 if result.suspend is not None:
                     run.paused_until = time.monotonic() + result.suspend
-            service.handle(MessagesReturned(mq, tuple(m.queue_offset for m in result.returned)))
+            service.handle(MessagesReturned(mq, offsets_of(result.returned)))
         for batch in result.retry:
             self._retry_later(mq, run, batch)
         self.dispatch(mq)

@@ -31,7 +31,7 @@ from rocket_rebalance.runtime.settings import QueueNotAssignedError, SeekOffsetE
 from rocket_rebalance.runtime.stats import Tally
 from rocket_rebalance.runtime.steps import Steps
 from rocket_rebalance.runtime.tracing import Tracing
-from rocket_rebalance.runtime.transport import Message
+from rocket_rebalance.runtime.transport import Message, body_bytes, offsets_of
 
 __all__ = ["Polling", "check_seek_offset"]
 
@@ -83,7 +83,7 @@ class Polling:
         frozen (in its loop, or in ``on_queues_revoked``) still counts."""
         polled = self._polled.get(mq)
         if polled:
-            self._service.handle(MessagesReturned(mq, tuple(m.queue_offset for m in polled)))
+            self._service.handle(MessagesReturned(mq, offsets_of(polled)))
 
     def dropped(self, mq: MessageQueue, lost: bool) -> None:
         if lost and self._commits:
@@ -127,7 +127,7 @@ class Polling:
                 continue
             count = min(max_messages - len(taken), len(run.buffered))
             batch = [run.buffered.popleft() for _ in range(count)]
-            offsets = tuple(m.queue_offset for m in batch)
+            offsets = offsets_of(batch)
             self._service.handle(MessagesDispatched(mq, offsets))
             if self._tracing is not None:
                 self._tracing.polled(batch)
@@ -140,8 +140,8 @@ class Polling:
 
     def _handed_back(self, mq: MessageQueue, run: QueueRun, batch: list[Message]) -> None:
         """Polled messages done with: consumed for the core, their bytes off the flow control."""
-        run.cached_bytes -= sum(len(m.body) for m in batch)
-        self._service.handle(MessagesConsumed(mq, tuple(m.queue_offset for m in batch)))
+        run.cached_bytes -= body_bytes(batch)
+        self._service.handle(MessagesConsumed(mq, offsets_of(batch)))
         self._tally.add(len(batch))
 
     def commit(self, done: Callable[[bool], None]) -> None:

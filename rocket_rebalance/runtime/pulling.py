@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import operator
 import time
 from collections import deque
 from collections.abc import Callable
@@ -22,7 +23,14 @@ from rocket_rebalance.runtime.metrics import ConsumeMetrics
 from rocket_rebalance.runtime.service import Service
 from rocket_rebalance.runtime.settings import MIB, PullAnswerError, SlaveReadWarning
 from rocket_rebalance.runtime.stats import ConsumeStats, elapsed_ms
-from rocket_rebalance.runtime.transport import Message, PullResult, PullStatus, TransportError
+from rocket_rebalance.runtime.transport import (
+    Message,
+    PullResult,
+    PullStatus,
+    TransportError,
+    body_bytes,
+    offsets_of,
+)
 
 __all__ = ["FLOW_CONTROL_DELAY", "SLAVE_READS_KIND", "Pulling", "QueueRun"]
 
@@ -186,10 +194,10 @@ class Pulling:
         run.next_offset = next_offset
         if messages:
             run.buffered.extend(messages)
-            run.cached_bytes += sum(len(m.body) for m in messages)
+            run.cached_bytes += body_bytes(messages)
             if self._metrics is not None:
                 run.arrivals.append((next_offset, time.monotonic()))
-        self._service.handle(MessagesPulled(mq, tuple(m.queue_offset for m in messages), next_offset))
+        self._service.handle(MessagesPulled(mq, offsets_of(messages), next_offset))
         if messages:
             self.hand_out(mq)
         if idle_slave:
@@ -221,11 +229,11 @@ class Pulling:
         health = self._service.health
         kind = f"pull answers of {mq}"
         messages = _without_batch_head(requested, messages)
-        offsets = [m.queue_offset for m in messages]
+        offsets = offsets_of(messages)
         if (
             next_offset >= requested
             and (not offsets or (requested <= offsets[0] and offsets[-1] < next_offset))
-            and all(a < b for a, b in itertools.pairwise(offsets))
+            and all(map(operator.lt, offsets, offsets[1:]))
         ):
             health.ok(kind)
             return messages, next_offset

@@ -202,6 +202,8 @@ def test_the_compiled_decoder_refuses_arguments_of_the_wrong_type() -> None:
         pulled.compiled.plain_messages(bytearray(b""), MQ, Message)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="plain_messages"):
         pulled.compiled.plain_messages(b"", MQ)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="StoredMessage is not a slotted Message"):
+        pulled.compiled.plain_messages(PLAIN, MQ, StoredMessage)  # type: ignore[arg-type]
 
 
 PLAIN = encode_stored_message(

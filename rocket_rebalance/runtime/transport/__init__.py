@@ -16,8 +16,9 @@ failures without knowing the wire.
 
 from __future__ import annotations
 
+import operator
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -58,6 +59,8 @@ __all__ = [
     "TopicConsumeStatus",
     "Transport",
     "TransportError",
+    "body_bytes",
+    "offsets_of",
     "reported_expression",
     "running_info_properties",
 ]
@@ -114,7 +117,7 @@ def reported_expression(sub_string: str, expression_type: str, where: str) -> Su
         raise TransportError(f"{where}: {error}") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One pulled message (the parts a listener needs of RocketMQ's ``MessageExt``): the queue it came from
     (``queue``, also ``mq``) and its offset there, its message ID, keys (space-separated, as RocketMQ joins them),
@@ -126,6 +129,9 @@ class Message:
     share their record's). ``body_error`` says why a body could not be read (damaged compressed data, one past the
     size cap, an inner batch that does not parse): the engine fails such a message as if the listener had refused
     it, without calling the listener.
+
+    Slotted (no ``__dict__``): a consumer holds thousands of these at once, and a message without a dict of its own
+    costs half as much to make and keep (issue 42).
     """
 
     mq: MessageQueue
@@ -159,6 +165,22 @@ class Message:
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic = self.properties.get(RETRY_TOPIC_PROPERTY) or topic
         return without_namespace(topic, self.namespace)
+
+
+_QUEUE_OFFSET = operator.attrgetter("queue_offset")
+_BODY = operator.attrgetter("body")
+
+
+def offsets_of(messages: Iterable[Message]) -> tuple[int, ...]:
+    """The messages' queue offsets, in their order. Every pull, consume task and poll reports its messages to
+    the core by their offsets; done without a Python step per message (the generator it replaces was 1 to 2 %
+    of a draining consumer's time)."""
+    return tuple(map(_QUEUE_OFFSET, messages))
+
+
+def body_bytes(messages: Iterable[Message]) -> int:
+    """The messages' bodies' bytes in all (flow control by size), as :func:`offsets_of` is done."""
+    return sum(map(len, map(_BODY, messages)))
 
 
 class PullStatus:

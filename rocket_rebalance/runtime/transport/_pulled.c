@@ -9,15 +9,15 @@
  * other kinds and names what is wrong with a bad one. So for any bytes the result is the pure path's, or None:
  * tests/runtime/test_pulled.py holds both paths to that, the damaged and truncated bodies included.
  *
- * Each Message is built as stored_message() builds it: object.__new__(message_type), then its __dict__ set at once
- * (mq, queue_offset, msg_id, body, tags, keys, properties, commit_log_offset, reconsume_times, born_timestamp_ms,
- * store_timestamp_ms, body_error). Properties are split as Java's string2messageProperties splits them
- * (rocket_rebalance.remoting.message.decode_properties).
+ * Each Message is what stored_message() makes of the record: message_type is the slotted dataclass Message, whose
+ * slots (FIELD_NAMES, its fields in order) are filled in place, as its __init__ would fill them. Properties are
+ * split as Java's string2messageProperties splits them (rocket_rebalance.remoting.message.decode_properties).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <structmember.h>
 
 #define MAGIC_V1 ((int32_t)0xDAA320A7)
 #define FIXED_V4 88   /* TOTALSIZE .. BODYLEN of a record with IPv4 hosts */
@@ -27,9 +27,45 @@
 #define SYSFLAG_INNER_BATCH 0xC0 /* INNER_BATCH | NEED_UNWRAP: split by unwrap_inner_batches */
 #define MAX_PORT 65535
 
-static PyObject *k_mq, *k_queue_offset, *k_msg_id, *k_body, *k_tags, *k_keys, *k_properties, *k_commit_log_offset,
-    *k_reconsume_times, *k_born_timestamp_ms, *k_store_timestamp_ms, *k_body_error, *k_uniq_key, *k_tags_name,
-    *k_keys_name, *k_dict, *empty, *empty_tuple;
+static PyObject *k_uniq_key, *k_tags_name, *k_keys_name, *empty;
+
+/* Message's fields, in order; each a slot of the class, at an offset read from its member descriptor. */
+enum { MQ, QUEUE_OFFSET, MSG_ID, BODY, TAGS, KEYS, PROPERTIES, COMMIT_LOG_OFFSET, RECONSUME_TIMES, BORN_TIMESTAMP_MS,
+       STORE_TIMESTAMP_MS, BODY_ERROR, NAMESPACE, FIELDS };
+static const char *FIELD_NAMES[FIELDS] = {"mq", "queue_offset", "msg_id", "body", "tags", "keys", "properties",
+    "commit_log_offset", "reconsume_times", "born_timestamp_ms", "store_timestamp_ms", "body_error", "namespace"};
+static PyTypeObject *slotted_type; /* the type slot_offset was read from (a strong reference) */
+static Py_ssize_t slot_offset[FIELDS];
+
+/* Whether ``type`` has exactly FIELD_NAMES as its slots, reading their offsets; else a TypeError. */
+static int read_slots(PyTypeObject *type) {
+    if (type == slotted_type) {
+        return 0;
+    }
+    PyObject *slots = PyObject_GetAttrString((PyObject *)type, "__slots__");
+    int sound = slots != NULL && PyTuple_Check(slots) && PyTuple_GET_SIZE(slots) == FIELDS;
+    Py_XDECREF(slots);
+    PyErr_Clear();
+    Py_ssize_t offsets[FIELDS];
+    for (int i = 0; sound && i < FIELDS; i++) {
+        PyObject *member = PyObject_GetAttrString((PyObject *)type, FIELD_NAMES[i]);
+        PyErr_Clear();
+        sound = member != NULL && Py_TYPE(member) == &PyMemberDescr_Type &&
+                ((PyMemberDescrObject *)member)->d_member->type == T_OBJECT_EX;
+        if (sound) {
+            offsets[i] = ((PyMemberDescrObject *)member)->d_member->offset;
+        }
+        Py_XDECREF(member);
+    }
+    if (!sound) {
+        PyErr_Format(PyExc_TypeError, "plain_messages: %.200s is not a slotted Message", type->tp_name);
+        return -1;
+    }
+    memcpy(slot_offset, offsets, sizeof offsets);
+    Py_INCREF(type);
+    Py_XSETREF(slotted_type, type);
+    return 0;
+}
 
 static int32_t i32(const unsigned char *p) {
     return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
@@ -192,19 +228,6 @@ static PyObject *offset_msg_id(const unsigned char *address, int32_t port, int64
     return PyUnicode_FromStringAndSize(text, 32);
 }
 
-static int put(PyObject *fields, PyObject *key, PyObject *value) {
-    if (value == NULL) {
-        return -1;
-    }
-    int failed = PyDict_SetItem(fields, key, value);
-    Py_DECREF(value);
-    return failed;
-}
-
-static int put_borrowed(PyObject *fields, PyObject *key, PyObject *value) {
-    return PyDict_SetItem(fields, key, value);
-}
-
 /* One plain record's Message, *next set past it; NULL with no exception set when the record is not plain. */
 static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t start, PyObject *mq,
                         PyObject *message_type, Py_ssize_t *next, PyObject **topic_seen) {
@@ -277,42 +300,40 @@ static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t s
     if (properties == NULL) {
         return NULL;
     }
-    PyObject *fields = PyDict_New();
-    if (fields == NULL) {
-        Py_DECREF(properties);
-        return NULL;
-    }
     PyObject *uniq_key = PyDict_GetItemWithError(properties, k_uniq_key);
     PyObject *tags = PyDict_GetItemWithError(properties, k_tags_name);
     PyObject *keys = PyDict_GetItemWithError(properties, k_keys_name);
-    if (PyErr_Occurred() || put_borrowed(fields, k_mq, mq) ||
-        put(fields, k_queue_offset, PyLong_FromLongLong(i64(r + 20))) ||
-        (uniq_key != NULL ? put_borrowed(fields, k_msg_id, uniq_key)
-                          : put(fields, k_msg_id, offset_msg_id(r + 64, store_port, i64(r + 28)))) ||
-        put(fields, k_body, PyBytes_FromStringAndSize((const char *)r + FIXED_V4, (Py_ssize_t)body_length)) ||
-        put_borrowed(fields, k_tags, tags != NULL ? tags : empty) ||
-        put_borrowed(fields, k_keys, keys != NULL ? keys : empty) || put_borrowed(fields, k_properties, properties) ||
-        put(fields, k_commit_log_offset, PyLong_FromLongLong(i64(r + 28))) ||
-        put(fields, k_reconsume_times, PyLong_FromLong(i32(r + 72))) ||
-        put(fields, k_born_timestamp_ms, PyLong_FromLongLong(i64(r + 40))) ||
-        put(fields, k_store_timestamp_ms, PyLong_FromLongLong(i64(r + 56))) ||
-        put_borrowed(fields, k_body_error, empty)) {
+    if (PyErr_Occurred()) {
         Py_DECREF(properties);
-        Py_DECREF(fields);
         return NULL;
     }
-    Py_DECREF(properties);
-    PyObject *message = PyBaseObject_Type.tp_new((PyTypeObject *)message_type, empty_tuple, NULL);
+    PyObject *message = ((PyTypeObject *)message_type)->tp_alloc((PyTypeObject *)message_type, 0);
     if (message == NULL) {
-        Py_DECREF(fields);
+        Py_DECREF(properties);
         return NULL;
     }
-    /* as object.__setattr__(message, "__dict__", fields): a frozen dataclass refuses its own __setattr__ */
-    int failed = PyObject_GenericSetAttr(message, k_dict, fields);
-    Py_DECREF(fields);
-    if (failed) {
-        Py_DECREF(message);
-        return NULL;
+    PyObject **slot[FIELDS];
+    for (int i = 0; i < FIELDS; i++) {
+        slot[i] = (PyObject **)((char *)message + slot_offset[i]);
+    }
+    *slot[MQ] = Py_NewRef(mq);
+    *slot[QUEUE_OFFSET] = PyLong_FromLongLong(i64(r + 20));
+    *slot[MSG_ID] = uniq_key != NULL ? Py_NewRef(uniq_key) : offset_msg_id(r + 64, store_port, i64(r + 28));
+    *slot[BODY] = PyBytes_FromStringAndSize((const char *)r + FIXED_V4, (Py_ssize_t)body_length);
+    *slot[TAGS] = Py_NewRef(tags != NULL ? tags : empty);
+    *slot[KEYS] = Py_NewRef(keys != NULL ? keys : empty);
+    *slot[PROPERTIES] = properties;
+    *slot[COMMIT_LOG_OFFSET] = PyLong_FromLongLong(i64(r + 28));
+    *slot[RECONSUME_TIMES] = PyLong_FromLong(i32(r + 72));
+    *slot[BORN_TIMESTAMP_MS] = PyLong_FromLongLong(i64(r + 40));
+    *slot[STORE_TIMESTAMP_MS] = PyLong_FromLongLong(i64(r + 56));
+    *slot[BODY_ERROR] = Py_NewRef(empty);
+    *slot[NAMESPACE] = Py_NewRef(Py_None);
+    for (int i = 0; i < FIELDS; i++) {
+        if (*slot[i] == NULL) { /* out of memory: the exception is set */
+            Py_DECREF(message);
+            return NULL;
+        }
     }
     *next = (Py_ssize_t)end;
     return message;
@@ -321,6 +342,9 @@ static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t s
 static PyObject *plain_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyBytes_Check(args[0]) || !PyType_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "plain_messages(body: bytes, mq, message_type: type)");
+        return NULL;
+    }
+    if (read_slots((PyTypeObject *)args[2]) < 0) {
         return NULL;
     }
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
@@ -371,17 +395,8 @@ static int intern(PyObject **slot, const char *text) {
 }
 
 PyMODINIT_FUNC PyInit__pulled(void) {
-    if (intern(&k_mq, "mq") || intern(&k_queue_offset, "queue_offset") || intern(&k_msg_id, "msg_id") ||
-        intern(&k_body, "body") || intern(&k_tags, "tags") || intern(&k_keys, "keys") ||
-        intern(&k_properties, "properties") || intern(&k_commit_log_offset, "commit_log_offset") ||
-        intern(&k_reconsume_times, "reconsume_times") || intern(&k_born_timestamp_ms, "born_timestamp_ms") ||
-        intern(&k_store_timestamp_ms, "store_timestamp_ms") || intern(&k_body_error, "body_error") ||
-        intern(&k_uniq_key, "UNIQ_KEY") || intern(&k_tags_name, "TAGS") || intern(&k_keys_name, "KEYS") ||
-        intern(&k_dict, "__dict__") || intern(&empty, "")) {
-        return NULL;
-    }
-    empty_tuple = PyTuple_New(0);
-    if (empty_tuple == NULL) {
+    if (intern(&k_uniq_key, "UNIQ_KEY") || intern(&k_tags_name, "TAGS") || intern(&k_keys_name, "KEYS") ||
+        intern(&empty, "")) {
         return NULL;
     }
     return PyModule_Create(&module);
