@@ -22,6 +22,9 @@ and after its shutdown the broker's committed offset of every queue is the queue
 
 Kinds: ``java`` (``DefaultMQPushConsumer``, the client's defaults, ``consumeMessageBatchMaxSize`` set to the
 batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover), ``py-nofence`` (the fence off),
+``py-pure`` (``py`` decoding pull answers in pure Python, ``ROCKET_REBALANCE_PURE_PYTHON=1``: a package built without
+a C compiler), ``py-2proc`` (two ``py`` processes in one group, started together, sharing the queues: what a
+second core buys; one run from the first start to the last message of either, CPU and memory summed),
 ``py-metrics`` (``py`` with metrics on, ``PushConsumer(metrics=registry)``, scraped every second as a busy
 Prometheus would: what metrics cost, against ``py`` in the same run), ``py-async`` (``AsyncPushConsumer`` with an
 ``async def`` listener, on one event loop), ``py-pull`` and ``py-async-pull`` (``PullConsumer`` and
@@ -84,6 +87,7 @@ KINDS = (
     "java",
     "py",
     "py-nofence",
+    "py-pure",
     "py-metrics",
     "py-async",
     "py-pull",
@@ -357,6 +361,10 @@ def _bench(args: argparse.Namespace) -> int:
                         *(["--api", api] if api else []),
                     )
                 env = baseline if kind.startswith(BASE) else None
+                if kind == "py-pure":
+                    from rocket_rebalance.runtime.transport.pulled import PURE_PYTHON_ENV  # not in a baseline's tree
+
+                    env = {**os.environ, PURE_PYTHON_ENV: "1"}
                 if kind in PROCESSES:
                     command += ["--until-idle", str(IDLE_END)]
                     logs = [work / f"{group}-{index}.log" for index in range(PROCESSES[kind])]
