@@ -75,52 +75,6 @@ static int64_t i64(const unsigned char *p) {
     return (int64_t)((uint64_t)(uint32_t)i32(p) << 32 | (uint64_t)(uint32_t)i32(p + 4));
 }
 
-/* Java's string2messageProperties over a str: segments split at \x02, each split at its first \x01; a segment
- * without one, or with an empty name or value, is skipped; a later name wins. */
-static PyObject *properties_of(PyObject *text) {
-    PyObject *properties = PyDict_New();
-    if (properties == NULL) {
-        return NULL;
-    }
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-    Py_ssize_t start = 0;
-    while (start <= length) {
-        Py_ssize_t stop = PyUnicode_FindChar(text, 0x02, start, length, 1);
-        if (stop == -2) {
-            goto fail;
-        }
-        if (stop == -1) {
-            stop = length;
-        }
-        Py_ssize_t separator = PyUnicode_FindChar(text, 0x01, start, stop, 1);
-        if (separator == -2) {
-            goto fail;
-        }
-        if (separator > start && separator + 1 < stop) {
-            PyObject *name = PyUnicode_Substring(text, start, separator);
-            if (name == NULL) {
-                goto fail;
-            }
-            PyObject *value = PyUnicode_Substring(text, separator + 1, stop);
-            if (value == NULL) {
-                Py_DECREF(name);
-                goto fail;
-            }
-            int failed = PyDict_SetItem(properties, name, value);
-            Py_DECREF(name);
-            Py_DECREF(value);
-            if (failed) {
-                goto fail;
-            }
-        }
-        start = stop + 1;
-    }
-    return properties;
-fail:
-    Py_DECREF(properties);
-    return NULL;
-}
-
 /* Short strings met before, by kind: property names repeat in every message of an answer, and so do many values
  * ("true", a tag, a region). Each cache fills with the first ones met and keeps them for the module's life; a
  * string from it needs no allocation and has its hash already. Used under the GIL only (the module does not
@@ -160,9 +114,11 @@ static PyObject *ascii_string(StringCache *cache, const char *p, Py_ssize_t n) {
     return string;
 }
 
-/* properties_of for ASCII properties (what producers almost always write), read from the bytes as they are: the
- * same segments, skipped and overwritten alike, without decoding the whole text and cutting it up again. */
-static PyObject *ascii_properties_of(const char *text, Py_ssize_t length) {
+/* Java's string2messageProperties over the properties' UTF-8 bytes (sound: checked before): segments split at
+ * \x02, each split at its first \x01 (bytes no multi-byte character contains); a segment without one, or with an
+ * empty name or value, is skipped; a later name wins. ASCII text (what producers almost always write) is cut from
+ * the bytes as it is, its names and common values from the caches. */
+static PyObject *properties_of(const char *text, Py_ssize_t length, int ascii) {
     PyObject *properties = PyDict_New();
     if (properties == NULL) {
         return NULL;
@@ -176,11 +132,14 @@ static PyObject *ascii_properties_of(const char *text, Py_ssize_t length) {
         }
         const char *separator = memchr(start, 0x01, (size_t)(stop - start));
         if (separator != NULL && separator > start && separator + 1 < stop) {
-            PyObject *name = ascii_string(&names_cache, start, separator - start);
+            Py_ssize_t name_length = separator - start, value_length = stop - separator - 1;
+            PyObject *name = ascii ? ascii_string(&names_cache, start, name_length)
+                                   : PyUnicode_DecodeUTF8(start, name_length, NULL);
             if (name == NULL) {
                 goto fail;
             }
-            PyObject *value = ascii_string(&values_cache, separator + 1, stop - separator - 1);
+            PyObject *value = ascii ? ascii_string(&values_cache, separator + 1, value_length)
+                                    : PyUnicode_DecodeUTF8(separator + 1, value_length, NULL);
             if (value == NULL) {
                 Py_DECREF(name);
                 goto fail;
@@ -283,10 +242,8 @@ static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t s
     }
     const unsigned char *raw = data + position + 2;
     Py_ssize_t raw_length = (Py_ssize_t)(end - position - 2);
-    PyObject *properties;
-    if (is_ascii(raw, raw_length)) {
-        properties = ascii_properties_of((const char *)raw, raw_length);
-    } else {
+    int ascii = is_ascii(raw, raw_length);
+    if (!ascii) { /* the pure decoder refuses the record when any of its properties' bytes is not UTF-8 */
         PyObject *text = PyUnicode_DecodeUTF8((const char *)raw, raw_length, NULL);
         if (text == NULL) {
             if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
@@ -294,9 +251,9 @@ static PyObject *record(const unsigned char *data, Py_ssize_t size, Py_ssize_t s
             }
             return NULL;
         }
-        properties = properties_of(text);
         Py_DECREF(text);
     }
+    PyObject *properties = properties_of((const char *)raw, raw_length, ascii);
     if (properties == NULL) {
         return NULL;
     }
