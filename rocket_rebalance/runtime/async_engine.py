@@ -40,6 +40,7 @@ class AsyncEngine(Driver):
     constructor's arguments are :class:`~rocket_rebalance.runtime.driver.Driver`'s, with an asyncio transport."""
 
     transport: AsyncTransport
+    calls_on_loop = True
 
     def _init_runtime(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -123,6 +123,11 @@ class Driver(ABC):
     in their queue's buffer for ``poll()``). Neither: only ``queue_listener`` hears of the queues and nothing is
     pulled. ``rebalance_listener`` hears every queue assigned, revoked and lost (core rule L10)."""
 
+    calls_on_loop = False
+    """Whether an ``async def`` listener's calls run on the service context's own event loop (the asyncio engine's),
+    where their consume timeout is kept by one timer of the service (:class:`Dispatch`); the threaded engine runs
+    each on a loop of its own."""
+
     def __init__(
         self,
         config: RebalanceConfig,
@@ -171,7 +176,9 @@ class Driver(ABC):
                 self.polling = Polling(self, self.pulling, auto_commit, self.tally, self.tracing)
             else:
                 assert listener is not None
-                self.dispatch = Dispatch(self, self.pulling, listener, self.stats, metrics, self.tally, self.tracing)
+                self.dispatch = Dispatch(
+                    self, self.pulling, listener, self.stats, metrics, self.tally, self.tracing, self.calls_on_loop
+                )
         self.callbacks: RebalanceCallbacks | None = None
         if rebalance_listener is not None:
             run = self.polling.run_callback if self.polling is not None else self._run_callback
