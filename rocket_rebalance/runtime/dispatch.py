@@ -135,6 +135,7 @@ class _Call:
     started: float
     over: bool = False  # the listener returned (or raised)
     reported: bool = False  # (orderly) its overrun was reported
+    task: asyncio.Task[Any] | None = None  # the consume task running it, when that is on the service's loop
 
 
 class Dispatch:
@@ -249,13 +250,15 @@ class Dispatch:
         calls = ok = failed = 0
         taken = False
         began = time.monotonic()
+        task = asyncio.current_task() if self._calls_on_loop else None  # once a task, not once a call
         for start in range(0, len(chunk), size):
             if run.stopped or closing.is_set() or time.monotonic() >= lock_deadline:
                 result.returned = chunk[start:]
                 break
             batch = chunk[start : start + size]
             calls += 1
-            outcome = yield from self._consume_batch(_Call(mq, run, batch, chunk[start + size :], result, began))
+            running = _Call(mq, run, batch, chunk[start + size :], result, began, task=task)
+            outcome = yield from self._consume_batch(running)
             if outcome is None:
                 taken = True
                 break
@@ -297,7 +300,7 @@ class Dispatch:
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 kind = f"message bodies on {mq.topic}"
                 raise UnreadableBodyError(unreadable[0].body_error)
-            value = yield Invoke(self._listen, (batch,))
+            value = yield Invoke(self._listen, (batch, running.task))
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
@@ -336,14 +339,15 @@ class Dispatch:
             service.health.failed(kind, ListenerError(mq, batch, then, error), traceback=traceback)
         return _Outcome(done + dead, again, answer.consumed, suspend)
 
-    def _listen(self, batch: list[Message]) -> Any:
-        """The listener's call; an ``async def`` listener's bounded by ``consume_timeout`` (cancelled there)."""
+    def _listen(self, batch: list[Message], task: asyncio.Task[Any] | None) -> Any:
+        """The listener's call; an ``async def`` listener's bounded by ``consume_timeout`` (cancelled there), by
+        :meth:`_watched` when it runs in ``task`` on the service's loop."""
         value = self.listener(batch)
-        return self._bounded(value) if value is not None and inspect.isawaitable(value) else value
+        if value is None or not inspect.isawaitable(value):
+            return value
+        return self._bounded(value) if task is None else self._watched(value, task)
 
     async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
-        if self._calls_on_loop:
-            return await self._watched(awaitable)
         timeout = self._service.settings.consume_timeout
         try:
             async with asyncio.timeout(0 if self._cut else timeout) as scope:
@@ -359,13 +363,12 @@ class Dispatch:
                 raise ConsumeTimeoutError(f"cancelled after consume_timeout {timeout:g} s") from None
             raise
 
-    async def _watched(self, awaitable: Awaitable[Any]) -> Any:
-        """:meth:`_bounded` on the service's own loop (the asyncio engine): the call's deadline noted by its task,
-        and one timer of the service (:meth:`_watch`) for the earliest deadline, instead of an ``asyncio.timeout``
-        per call, whose timer made and cancelled every time was 40 % of the time of a consumer whose listener
-        takes one message at a time (issue 42). The same outcome: the call cancelled at its deadline."""
-        task = asyncio.current_task()
-        assert task is not None  # the listener is awaited by a consume task
+    async def _watched(self, awaitable: Awaitable[Any], task: asyncio.Task[Any]) -> Any:
+        """:meth:`_bounded` on the service's own loop (the asyncio engine), the call awaited by ``task``: its deadline
+        noted by its task, and one timer of the service (:meth:`_watch`) for the earliest deadline, instead of an
+        ``asyncio.timeout`` per call, whose timer made and cancelled every time (and the current task looked up)
+        was 40 % of the time of a consumer whose listener takes one message at a time (issue 42). The same
+        outcome: the call cancelled at its deadline."""
         timeout = 0 if self._cut else self._service.settings.consume_timeout
         deadline = time.monotonic() + timeout
         self._deadlines[task] = deadline
