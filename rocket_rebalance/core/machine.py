@@ -151,10 +151,12 @@ Offsets
       takes the reset offset as the offset its release freezes at: an active queue is released for it (L3's drain,
       then the reset offset persisted, then taken again by the next round, which reads it back); one already
       releasing freezes at it instead (a frozen one writes it after the write on the way, O3); one being acquired
-      starts at it and writes it at once. ``OffsetResetApplied`` says from where to where. Every write of the
-      queue after the reset's carries the reset offset or one after it: the old position is never written again,
-      the handover's and the shutdown's final writes included. A queue we do not hold is its holder's to reset
-      (Java ignores those too).
+      (fenced: once its lock is ours) starts at it and writes it at once. ``OffsetResetApplied`` says from where
+      to where. Every write of the queue after the reset's carries the reset offset or one after it: the old
+      position is never written again, the handover's and the shutdown's final writes included. A queue we do not
+      hold is its holder's to reset (Java ignores those too), and so is a fenced one whose lock we are still
+      asking for: its holder applies the reset and may consume on from it before it lets go, so applying it again
+      when our lock comes would move the offset back and deliver again what it consumed.
 
   O6. A write of a fenced queue goes out only on the connection the core knows: ``PersistOffsets`` names, for
       each broker with such queues in it, the connection losses heard of (L9's epoch), and the runtime sends no
@@ -1361,8 +1363,8 @@ class RebalanceCore:
         after it."""
         for mq in sort_queues(event.offsets):
             entry = self._entries.get(mq)
-            if entry is None:
-                continue
+            if entry is None or (self._needs_lock(mq) and not entry.holds_lock):
+                continue  # not ours (yet): the holder of its lock resets it, and our start reads what it wrote
             offset = max(0, event.offsets[mq])
             self._emit(OffsetResetApplied(mq, entry.acked if entry.pq is None else entry.pq.commit_offset, offset))
             entry.reset_to = offset

@@ -763,6 +763,24 @@ def test_a_reset_while_the_offset_is_read_starts_there_and_writes_it() -> None:
     assert [p.offsets[mq] for p in only(actions, PersistOffsets)] == [1]
 
 
+def test_a_reset_while_the_lock_is_asked_for_is_the_holders_and_the_start_reads_what_it_wrote() -> None:
+    """O5, fenced: a queue whose lock is still asked for when the reset comes is its holder's to reset (found by
+    the state machine: the old owner applied the reset, consumed from it to 20 and let go; the new owner, applying
+    it again once its lock came, wrote 14 after 20). The start takes the offset read, and writes nothing older."""
+    d = Drive()
+    d(Started())
+    d(RouteUpdated(T, frozenset(QS), "b0"))
+    locks = only(d(ConsumerListFetched(T, (ME,))), LockQueues)
+    mq = locks[0].queues[0]
+    actions = d(OffsetsReset({mq: 14}), at=0.1)
+    assert not only(actions, OffsetResetApplied) and not only(actions, PersistOffsets)
+    granted = d(LockResult(frozenset(locks[0].queues), frozenset(locks[0].queues), locks[0].epoch), at=0.2)
+    reads = [r for r in only(granted, ReadOffset) if r.mq == mq]
+    started = d(OffsetRead(mq, 20, reads[0].request_id), at=0.3)
+    assert only(started, StartQueue) == [StartQueue(mq, 20)]
+    assert not [p for p in only(started, PersistOffsets) if mq in p.offsets]
+
+
 def test_a_reset_during_a_release_freezes_at_the_reset_offset() -> None:
     """O5: a queue already frozen for its release writes the reset offset after the frozen one's write."""
     d = Drive()

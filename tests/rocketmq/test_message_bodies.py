@@ -21,7 +21,7 @@ from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import ConsumeFromWhere
 from rocket_rebalance.remoting import message as codec
 from rocket_rebalance.runtime.consumer import PushConsumer
-from rocket_rebalance.runtime.transport import Message
+from rocket_rebalance.runtime.transport import Message, pulled
 
 pytestmark = pytest.mark.rocketmq
 
@@ -63,7 +63,10 @@ class Consumed:
 
     def spy(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Keep each decoded record's sys flag (the kind of compression stays set once a body is inflated; the
-        batch flags stay on inner messages), as the pull answers pass through the codec."""
+        batch flags stay on inner messages), as the pull answers pass through the codec: all of them, so without
+        the compiled decoder, which reads plain records straight into messages that carry no sys flag (the two are
+        held to the same messages by tests/runtime/test_pulled.py)."""
+        monkeypatch.setattr(pulled, "compiled", None)
         unwrap = codec.unwrap_inner_batches
 
         def unwrapping(messages: Sequence[codec.StoredMessage]) -> Sequence[codec.StoredMessage]:

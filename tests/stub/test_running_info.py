@@ -22,7 +22,7 @@ from nameserver_stub.errors import DeadlineExceeded, InvalidArgument, NotFound, 
 from nameserver_stub.relay import RunningInfoRelay
 from nameserver_stub.server import StubServer
 from rocket_rebalance._proto.v1 import admin_pb2, broker_pb2, common_pb2
-from rocket_rebalance.model import MessageQueue
+from rocket_rebalance.model import ConsumeFromWhere, MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, ConsumerReport, TransportError
 from rocket_rebalance.runtime.transport.grpc import GrpcTransport
@@ -175,7 +175,14 @@ def test_a_consumer_reports_its_consume_statistics_through_the_stub(server: Stub
     sampled the consumption (its first sample comes 10 s after the consumer started, as in Java)."""
     consumed: list[int] = []
     consumer = PushConsumer(
-        GRPC_SCHEME + server.address, GROUP, topics=["OnlyB"], listener=lambda b: consumed.append(len(b)), client_id="s"
+        GRPC_SCHEME + server.address,
+        GROUP,
+        topics=["OnlyB"],
+        listener=lambda b: consumed.append(len(b)),
+        client_id="s",
+        # From the first offset: a queue owned but not yet started when the messages come (its offset not read yet,
+        # a window a busy machine widens) would otherwise start at their end and never see them (CI, 2026-11-28).
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
     consumer.start()
     try:
