@@ -1,7 +1,7 @@
 """The wheel's build hook: compiles the optional decoder of pull answers (``rocket_rebalance/runtime/transport/
 _pulled.c``, see :mod:`rocket_rebalance.runtime.transport.pulled`) where a C compiler and Python's headers are.
 
-Without them (or when the compiler fails, or ``ROCKET_REBALANCE_PURE_BUILD=1``), the hook says so in one line and
+Without them (or when the compiler fails: ``CC=false`` makes a pure wheel), the hook says so in one line and
 the wheel is pure Python: it installs and works everywhere, decoding in Python. With them the wheel is tagged for
 this interpreter and platform. An editable install (``pip install -e``, ``make``) builds the module beside its
 source, where the package is imported from; a regular wheel carries it. ``python hatch_build.py`` builds it in place
@@ -20,14 +20,10 @@ from pathlib import Path
 from typing import Any
 
 SOURCE = Path("rocket_rebalance/runtime/transport/_pulled.c")
-PURE_BUILD_ENV = "ROCKET_REBALANCE_PURE_BUILD"
 
 
 def compile_decoder(root: Path, out_dir: Path) -> Path | None:
     """The compiled module in ``out_dir``, or None (said on stderr) when it cannot be built here."""
-    if os.environ.get(PURE_BUILD_ENV, "") not in ("", "0"):
-        print(f"rocket-rebalance: {PURE_BUILD_ENV} set: a pure-Python build", file=sys.stderr)
-        return None
     target = out_dir / f"_pulled{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     flags = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []

@@ -57,6 +57,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -190,26 +191,9 @@ def _drain_group(commands: list[list[str]], count: int, logs: list[Path]) -> tup
     once no message came for a while, its DONE mark at its last message): one run from the first start to the last
     message of any, CPU and peak memory summed, and how many messages they counted together (exactly ``count``:
     nothing delivered twice as the queues are shared out between them)."""
-    results: list[tuple[Run, int] | BaseException] = []
-    lock = threading.Lock()
-
-    def drain(command: list[str], log: Path) -> None:
-        try:
-            outcome: tuple[Run, int] | BaseException = _drain(command, count, log)
-        except BaseException as error:  # SystemExit included: said below, after every process ended
-            outcome = error
-        with lock:
-            results.append(outcome)
-
-    threads = [threading.Thread(target=drain, args=pair) for pair in zip(commands, logs, strict=True)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    failures = [result for result in results if isinstance(result, BaseException)]
-    if failures:
-        raise SystemExit(f"a consumer of the group failed: {failures[0]}")
-    runs = [result for result in results if not isinstance(result, BaseException)]
+    with ThreadPoolExecutor(len(commands)) as pool:  # leaving it waits for every process, a failed one too
+        drains = [pool.submit(_drain, command, count, log) for command, log in zip(commands, logs, strict=True)]
+    runs = [drain.result() for drain in drains]  # a consumer's failure (SystemExit) ends the benchmark here
     starts = [run.started for run, _ in runs]
     firsts = [run.started + run.seconds - run.steady for run, _ in runs]
     dones = [run.started + run.seconds for run, _ in runs]

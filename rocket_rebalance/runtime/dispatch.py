@@ -410,8 +410,7 @@ class Dispatch:
         now = asyncio.get_running_loop().time()
         for scope in list(self._scopes):
             scope.reschedule(now)
-        for task in self._deadlines:
-            self._deadlines[task] = time.monotonic()
+        self._deadlines = dict.fromkeys(self._deadlines, time.monotonic())
         self._watch()
 
     def _mistake(self, value: object) -> ListenerResultError | None:

@@ -11,7 +11,6 @@ compiler these tests fail, unless ``ROCKET_REBALANCE_PURE_PYTHON=1`` says a pure
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Callable
 from dataclasses import replace
@@ -24,10 +23,10 @@ from rocket_rebalance.model import MessageQueue
 from rocket_rebalance.remoting import ProtocolError
 from rocket_rebalance.remoting.message import Compression, StoredMessage, encode_message_batch, encode_stored_message
 from rocket_rebalance.runtime.transport import Message, pulled
-from rocket_rebalance.runtime.transport.pulled import PURE_PYTHON_ENV, pulled_messages, pure_messages
+from rocket_rebalance.runtime.transport.pulled import PURE_PYTHON_ENV, PURE_REQUESTED, pulled_messages, pure_messages
 
 MQ = MessageQueue("TopicTest", "broker-a", 3)
-PURE = os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+PURE = PURE_REQUESTED
 
 # Java's separators in names and values too: the decoders must split them alike, skipped segments included.
 texts = st.text(alphabet=st.sampled_from(["a", "B", "\x01", "\x02", "é", "键", "\U0001f600", " ", "="]), max_size=12)

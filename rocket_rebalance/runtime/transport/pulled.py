@@ -26,13 +26,15 @@ from rocket_rebalance.remoting import message
 from rocket_rebalance.runtime.transport import Message
 from rocket_rebalance.runtime.transport.remoting_wire import stored_message
 
-__all__ = ["PURE_PYTHON_ENV", "compiled", "pulled_messages", "pure_messages"]
+__all__ = ["PURE_PYTHON_ENV", "PURE_REQUESTED", "compiled", "pulled_messages", "pure_messages"]
 
 PURE_PYTHON_ENV = "ROCKET_REBALANCE_PURE_PYTHON"
+PURE_REQUESTED = os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+"""Whether the environment asks for the pure decoder (``ROCKET_REBALANCE_PURE_PYTHON`` set, not 0)."""
 
 
 def _compiled() -> ModuleType | None:
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+    if PURE_REQUESTED:
         return None
     try:
         from rocket_rebalance.runtime.transport import _pulled
