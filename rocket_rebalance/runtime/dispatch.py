@@ -40,7 +40,7 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from rocket_rebalance.core import MessagesConsumed, MessagesDispatched, MessagesReturned
 from rocket_rebalance.model import MessageQueue, dead_letter_topic
@@ -78,10 +78,10 @@ DEAD_LETTER_NOW = -1  # the delay level that sends a message straight to the dea
 UNLIMITED_RECONSUME_TIMES = 2**31 - 1  # Java's Integer.MAX_VALUE, an orderly consumer's default limit
 
 
-@dataclass(frozen=True, slots=True)
-class _Answer:
+class _Answer(NamedTuple):
     """A listener's answer, read: the first ``consumed`` messages of its batch are done with; the rest go the way
-    of ``delay_level``, and (orderly) wait ``suspend`` seconds (None: the consumer's default)."""
+    of ``delay_level``, and (orderly) wait ``suspend`` seconds (None: the consumer's default). A named tuple, as
+    :class:`_Outcome`: one of each per listener call, and a frozen dataclass takes three times as long to make."""
 
     consumed: int
     delay_level: int = 0
@@ -111,8 +111,7 @@ class _Chunk:
     suspend: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
+class _Outcome(NamedTuple):
     """What became of one batch: done with (consumed, sent back or dead-lettered), to be given to the listener
     again, how many the listener itself consumed (for the stats) and (orderly) how long to wait."""
 
@@ -124,18 +123,24 @@ class _Outcome:
 
 @dataclass(eq=False, slots=True)
 class _Call:
-    """One listener call, registered while it runs (see the module docstring: the consume timeout). ``rest``: the
-    messages of its task's chunk after its batch; ``result``: what the task did before it."""
+    """One listener call, registered while it runs (see the module docstring: the consume timeout). ``chunk``: its
+    task's messages, of which those from ``after`` on come after its batch; ``result``: what the task did before it."""
 
     mq: MessageQueue
     run: QueueRun
     batch: list[Message]
-    rest: list[Message]
+    chunk: list[Message]
+    after: int
     result: _Chunk
     started: float
     over: bool = False  # the listener returned (or raised)
     reported: bool = False  # (orderly) its overrun was reported
     task: asyncio.Task[Any] | None = None  # the consume task running it, when that is on the service's loop
+
+    @property
+    def rest(self) -> list[Message]:
+        """The messages of its task's chunk after its batch (sliced only when the call is given up)."""
+        return self.chunk[self.after :]
 
 
 class Dispatch:
@@ -163,6 +168,8 @@ class Dispatch:
         self._pace = CHUNK_WORK  # the listener's recent seconds per message; a slow one until it shows otherwise
         self._send_back_works = True  # until the transport says its server keeps no retry topics
         self._mistaken = False  # the listener returned something that is not an answer (said once)
+        self._kinds: dict[str, str] = {}
+        """Health's kind of a topic's listener failures (one a topic: a listener that always raises logs rarely)."""
         self._calls: dict[_Call, bool] = {}
         """Listener calls running now: added and taken out by consume tasks, taken out by the timeout check (one
         ``dict.pop`` is atomic, which is what decides who acts on a batch)."""
@@ -251,14 +258,15 @@ class Dispatch:
         taken = False
         began = time.monotonic()
         task = asyncio.current_task() if self._calls_on_loop else None  # once a task, not once a call
+        damaged = any(m.body_error for m in chunk)  # once a task: bodies that cannot be read are rare
         for start in range(0, len(chunk), size):
             if run.stopped or closing.is_set() or time.monotonic() >= lock_deadline:
                 result.returned = chunk[start:]
                 break
             batch = chunk[start : start + size]
             calls += 1
-            running = _Call(mq, run, batch, chunk[start + size :], result, began, task=task)
-            outcome = yield from self._consume_batch(running)
+            running = _Call(mq, run, batch, chunk, start + size, result, began, task=task)
+            outcome = yield from self._consume_batch(running, damaged)
             if outcome is None:
                 taken = True
                 break
@@ -283,15 +291,15 @@ class Dispatch:
         if not taken:
             service.post(partial(self._chunk_done, mq, run, result))
 
-    def _consume_batch(self, running: _Call) -> Steps[_Outcome | None]:
+    def _consume_batch(self, running: _Call, damaged: bool) -> Steps[_Outcome | None]:
         """One listener call and what becomes of its batch by the answer (see the module docstring); None when
-        the timeout check took the call while it ran."""
+        the timeout check took the call while it ran. ``damaged``: its chunk holds a body that cannot be read."""
         mq, batch = running.mq, running.batch
         service = self._service
-        kind = f"listener on {mq.topic}"  # one kind per topic: a listener that always raises logs rarely, not per batch
+        kind = self._kinds.get(mq.topic) or self._kinds.setdefault(mq.topic, f"listener on {mq.topic}")
         error: Exception | None = None
         ended = ConsumeReturnType.RETURNNULL  # Java's name for a call that gave no answer
-        unreadable = [m for m in batch if m.body_error]
+        unreadable = [m for m in batch if m.body_error] if damaged else []
         tracing = None if unreadable else self._tracing  # outside the try: the trace is never the listener's failure
         traced = None if tracing is None else tracing.before(batch)
         running.started = time.monotonic()
@@ -300,7 +308,9 @@ class Dispatch:
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 kind = f"message bodies on {mq.topic}"
                 raise UnreadableBodyError(unreadable[0].body_error)
-            value = yield Invoke(self._listen, (batch, running.task))
+            value = self._listen(batch, running.task)
+            if value is not None and inspect.iscoroutine(value):  # an ``async def`` listener's: the runtime awaits it
+                value = yield Invoke(_awaited, (value,))
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
@@ -315,10 +325,10 @@ class Dispatch:
             tracing.after(traced, len(batch), answer.consumed == len(batch), ended)
         if not self._calls.pop(running, False):
             return None
-        done, again = batch[: answer.consumed], batch[answer.consumed :]
-        if not again:
+        if answer.consumed == len(batch):  # the usual answer
             service.health.ok(kind)
-            return _Outcome(done, [], answer.consumed, 0.0)
+            return _Outcome(batch, [], answer.consumed, 0.0)
+        done, again = batch[: answer.consumed], batch[answer.consumed :]
         suspend = service.settings.suspend_current_queue_time if answer.suspend is None else answer.suspend
         delay_level = EXPIRED_DELAY_LEVEL if isinstance(error, ConsumeTimeoutError) else answer.delay_level
         if service.config.consume_orderly:
@@ -578,6 +588,10 @@ class Dispatch:
         batch = running.batch
         sent = batch[: len(batch) - len(unsent)]
         self._chunk_done(running.mq, running.run, _Chunk(consumed=sent, retry=[unsent] if unsent else []), False)
+
+
+def _awaited(awaitable: Awaitable[Any]) -> Awaitable[Any]:
+    return awaitable
 
 
 def consume_directly(listener: MessageListener | None, message: Message) -> Steps[tuple[bool, str]]:
