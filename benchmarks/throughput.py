@@ -37,8 +37,8 @@ kinds run.
 
 To see where our consumer's time goes, run one under a sampling profiler (py-spy, installed apart), e.g.
 ``py-spy record --gil --idle -o profile.txt -f raw -- .venv/bin/python benchmarks/throughput.py consumer
---namesrv ADDR --topic ThroughputTopic --group G --expect 200000`` against a preloaded topic
-(``--keep`` leaves the benchmark's cluster running and prints its address).
+--namesrv ADDR --topic ThroughputTopic --group G --expect 200000`` against a topic preloaded on a cluster kept
+running (``RocketMQCluster`` of ``rocket_rebalance.lab.rocketmq`` in a ``with`` block, its ``namesrv_address``).
 """
 
 from __future__ import annotations
