@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import itertools
 import json
 import math
@@ -99,6 +100,7 @@ KINDS = (
     "py-base-async-pull",
     "py-2proc",
 )
+DECODER_SOURCE = "rocket_rebalance/runtime/transport/_pulled.c"  # a baseline that has it runs it compiled
 BASE = "py-base"  # a kind starting so runs the --baseline commit's code: py-base-pull is py-pull as it was
 APIS = {"py-async": "async-push", "py-pull": "pull", "py-async-pull": "async-pull"}
 DEFAULT_KINDS = ("java", "py", "py-nofence")
@@ -135,7 +137,8 @@ def _ours(*args: str) -> list[str]:
 
 def _baseline(commit: str, work: Path) -> dict[str, str]:
     """The environment that runs ``commit``'s package instead of this tree's: its ``rocket_rebalance`` extracted
-    with ``git archive`` and put first on the path."""
+    with ``git archive`` and put first on the path, with its compiled decoder built as an install would (by this
+    tree's build hook), where it has one: the previous code as users run it, not its pure-Python fallback."""
     tree = work / f"baseline-{commit}"
     tree.mkdir()
     root = Path(__file__).resolve().parents[1]
@@ -143,6 +146,11 @@ def _baseline(commit: str, work: Path) -> dict[str, str]:
     if archive.returncode != 0:
         raise SystemExit(f"git archive {commit}: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    hook = importlib.util.spec_from_file_location("hatch_build", root / "hatch_build.py")
+    if (tree / DECODER_SOURCE).exists() and hook is not None and hook.loader is not None:
+        build = importlib.util.module_from_spec(hook)
+        hook.loader.exec_module(build)
+        build.compile_decoder(tree, (tree / DECODER_SOURCE).parent)
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 

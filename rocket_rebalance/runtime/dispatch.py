@@ -203,7 +203,12 @@ class Dispatch:
                     service.later(delay, lambda: self._dispatch_again(mq, run))
                 return
             buffered = run.buffered
-            chunk = [buffered.popleft() for _ in range(min(self._chunk_size(), len(buffered)))]
+            size = self._chunk_size()
+            if size >= len(buffered):  # all of it, as after most pulls: no Python step per message
+                chunk = list(buffered)
+                buffered.clear()
+            else:
+                chunk = [buffered.popleft() for _ in range(size)]
             service.handle(MessagesDispatched(mq, offsets_of(chunk)))
             run.busy += 1
             arrived = None if self._metrics is None else self._arrival(run, chunk[0].queue_offset)
@@ -298,7 +303,7 @@ class Dispatch:
         service = self._service
         kind = self._kinds.get(mq.topic) or self._kinds.setdefault(mq.topic, f"listener on {mq.topic}")
         error: Exception | None = None
-        ended = ConsumeReturnType.RETURNNULL  # Java's name for a call that gave no answer
+        ended: ConsumeReturnType | None = None  # (traced) how the call ended, when not by an answer
         unreadable = [m for m in batch if m.body_error] if damaged else []
         tracing = None if unreadable else self._tracing  # outside the try: the trace is never the listener's failure
         traced = None if tracing is None else tracing.before(batch)
@@ -314,14 +319,15 @@ class Dispatch:
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
-            else:
-                ended = ConsumeReturnType.SUCCESS if answer.consumed == len(batch) else ConsumeReturnType.FAILED
+                ended = ConsumeReturnType.RETURNNULL  # Java's name for a call that gave no answer
         except Exception as raised:
             error, answer = raised, _Answer(0)
             timed_out = isinstance(raised, ConsumeTimeoutError)
             ended = ConsumeReturnType.TIME_OUT if timed_out else ConsumeReturnType.EXCEPTION
         running.over = True
         if traced is not None and tracing is not None:
+            if ended is None:
+                ended = ConsumeReturnType.SUCCESS if answer.consumed == len(batch) else ConsumeReturnType.FAILED
             tracing.after(traced, len(batch), answer.consumed == len(batch), ended)
         if not self._calls.pop(running, False):
             return None

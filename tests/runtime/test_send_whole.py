@@ -75,3 +75,20 @@ def test_a_closed_socket_raises() -> None:
     right.close()
     with pytest.raises(OSError):
         send_whole(left, b"request")
+
+
+def test_other_buffers_go_by_sendall() -> None:
+    writes: list[bytes] = []
+    left, right = socket.socketpair()
+    received = bytearray()
+    reader = threading.Thread(target=_read_all, args=(right, received))
+    reader.start()
+    try:
+        for data in (bytearray(b"frame"), memoryview(b"-and-more")):
+            send_whole(left, data)
+            writes.append(bytes(data))
+    finally:
+        left.close()
+        reader.join(10)
+        right.close()
+    assert bytes(received) == b"".join(writes)

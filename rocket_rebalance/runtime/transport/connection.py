@@ -104,11 +104,11 @@ _SEND_HOLDING_GIL = _send_holding_gil()
 _SEND_FLAGS = (_NO_WAIT or 0) | getattr(socket, "MSG_NOSIGNAL", 0)
 
 
-def send_whole(sock: socket.socket, data: bytes) -> None:
+def send_whole(sock: socket.socket, data: bytes | bytearray | memoryview) -> None:
     """Write ``data`` whole to the blocking ``sock``: what the socket takes at once without releasing the GIL (see
     :func:`_send_holding_gil`), the rest, or all of it on an error (which ``sendall`` then raises), by ``sendall``."""
     sent = 0
-    if _SEND_HOLDING_GIL is not None and data:
+    if _SEND_HOLDING_GIL is not None and data and type(data) is bytes:  # ctypes passes bytes' own buffer
         sent = max(0, _SEND_HOLDING_GIL(sock.fileno(), data, len(data), _SEND_FLAGS))
     if sent < len(data):
         sock.sendall(data[sent:] if sent else data)
