@@ -254,6 +254,8 @@ def test_a_listener_stuck_past_the_consume_timeout_gives_its_message_back_and_th
         release.set()
         wait_for(lambda: CONSUME_TIMEOUT_KIND not in c.describe()["problems"])  # type: ignore[operator]
         assert committed(transport) == 6 and transport.sent == [(0, 3, 16)]  # its late answer changes nothing
+        assert c.shutdown(10)  # the late call's task has ended: it counted nothing as consumed
+        assert c.consumed == 5
     finally:
         release.set()
         c.shutdown(10)
