@@ -168,8 +168,7 @@ class Dispatch:
         self._pace = CHUNK_WORK  # the listener's recent seconds per message; a slow one until it shows otherwise
         self._send_back_works = True  # until the transport says its server keeps no retry topics
         self._mistaken = False  # the listener returned something that is not an answer (said once)
-        self._kinds: dict[str, str] = {}
-        """Health's kind of a topic's listener failures (one a topic: a listener that always raises logs rarely)."""
+        self._kinds: dict[str, str] = {}  # see _listener_kind
         self._calls: dict[_Call, bool] = {}
         """Listener calls running now: added and taken out by consume tasks, taken out by the timeout check (one
         ``dict.pop`` is atomic, which is what decides who acts on a batch)."""
@@ -260,7 +259,7 @@ class Dispatch:
         closing = service.closing
         result = _Chunk()
         calls = ok = failed = 0
-        taken = False
+        taken = answered = False  # answered: the last call answered at once that its batch is consumed
         began = time.monotonic()
         task = asyncio.current_task() if self._calls_on_loop else None  # once a task, not once a call
         damaged = any(m.body_error for m in chunk)  # once a task: bodies that cannot be read are rare
@@ -272,6 +271,7 @@ class Dispatch:
             calls += 1
             running = _Call(mq, run, batch, chunk, start + size, result, began, task=task)
             outcome = self._consume_batch(running, damaged)
+            answered = isinstance(outcome, _Outcome)
             if outcome is not None and not isinstance(outcome, _Outcome):
                 outcome = yield from outcome
             if outcome is None:
@@ -295,6 +295,8 @@ class Dispatch:
                 self._metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
             self._tally.add(ok)
             self._pace = (self._pace + took / max(ok + failed, 1)) / 2  # a race only blurs the estimate
+        if answered:  # the listener works (said once a task, not once a call; a failure after it was said by then)
+            service.health.ok(self._listener_kind(mq))
         if not taken:
             service.post(partial(self._chunk_done, mq, run, result))
 
@@ -306,7 +308,7 @@ class Dispatch:
         when the timeout check took the call while it ran. ``damaged``: its chunk holds a body that cannot be
         read."""
         mq, batch = running.mq, running.batch
-        kind = self._kinds.get(mq.topic) or self._kinds.setdefault(mq.topic, f"listener on {mq.topic}")
+        kind = self._listener_kind(mq)
         unreadable = [m for m in batch if m.body_error] if damaged else []
         tracing = None if unreadable else self._tracing  # outside the try: the trace is never the listener's failure
         traced = None if tracing is None else tracing.before(batch)
@@ -324,8 +326,12 @@ class Dispatch:
         running.over = True
         if not self._calls.pop(running, False):
             return None
-        self._service.health.ok(kind)
-        return _Outcome(batch, [], len(batch), 0.0)
+        return _Outcome(batch, [], len(batch), 0.0)  # health hears that the listener works once the task ends
+
+    def _listener_kind(self, mq: MessageQueue) -> str:
+        """Health's kind of the listener's failures on ``mq``'s topic (one a topic: a listener that always raises
+        logs rarely, not once a batch)."""
+        return self._kinds.get(mq.topic) or self._kinds.setdefault(mq.topic, f"listener on {mq.topic}")
 
     def _answered(
         self, running: _Call, kind: str, traced: Traced | None, value: object, raised: Exception | None = None

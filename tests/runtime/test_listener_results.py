@@ -136,6 +136,29 @@ def test_reconsume_later_sends_the_batch_back_and_the_queue_moves_on(start_stub:
         c.shutdown(10)
 
 
+def test_a_listener_that_raised_is_healthy_again_once_it_consumes(start_stub: StartStub) -> None:
+    """The failure is a problem of health (``on_error``, ``describe()``) until the listener consumes a batch again."""
+    address = GRPC_SCHEME + start_stub().address
+    produce(address, 1)
+    transport = SendsBack(address)
+    errors: list[tuple[str, Exception]] = []
+
+    def listener(batch: list[Message]) -> None:
+        if batch[0].queue_offset == 0:
+            raise RuntimeError("the first message fails")
+
+    c = consumer(transport, listener, errors)
+    c.start()
+    try:
+        wait_for(lambda: "listener on TopicTest" in c.describe()["problems"])  # type: ignore[operator]
+        assert isinstance(errors[0][1], ListenerError) and transport.sent == [(0, 0, 16)]
+        produce(address, 2)
+        wait_for(lambda: committed(transport) == 3)
+        wait_for(lambda: c.healthy)
+    finally:
+        c.shutdown(10)
+
+
 def test_partial_success_sends_back_exactly_the_rest_its_way(start_stub: StartStub) -> None:
     """Reconsume(consumed=1, delay_level=-1) of a batch of 4: the first consumed, the other three straight to the
     dead-letter queue (delay level -1), each once."""
