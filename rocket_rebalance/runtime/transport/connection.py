@@ -88,7 +88,8 @@ def _send_holding_gil() -> Callable[[int, bytes, int, int], int] | None:
     a run of 400,000 messages): while it sent, the socket reader or a listener thread took the GIL and kept it.
     A send that cannot block (``MSG_DONTWAIT``) of a request that fits the socket's buffer takes some tens of
     microseconds of the kernel's time (25 on loopback, the packet's delivery included) against a wait of hundreds
-    for the GIL, so the GIL is kept through it; what does not go at once goes by ``sendall`` after it. None (every send by ``sendall``) without a C library ctypes can open (Windows)."""
+    for the GIL, so the GIL is kept through it; what does not go at once goes by ``sendall`` after it. None
+    (every send by ``sendall``) without a C library ctypes can open (Windows)."""
     if _NO_WAIT is None:
         return None
     try:
