@@ -295,7 +295,7 @@ class Dispatch:
                 self._metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
             self._tally.add(ok)
             self._pace = (self._pace + took / max(ok + failed, 1)) / 2  # a race only blurs the estimate
-        if answered:  # the listener works (said once a task, not once a call; a failure after it was said by then)
+        if answered:  # the task's last call consumed its batch: the listener works (said once a task, not a call)
             service.health.ok(self._listener_kind(mq))
         if not taken:
             service.post(partial(self._chunk_done, mq, run, result))
@@ -629,6 +629,8 @@ class Dispatch:
 
 
 def _awaited(awaitable: Awaitable[Any]) -> Awaitable[Any]:
+    """The ``Invoke`` of an awaitable the listener's call made already (:meth:`Dispatch._listen`): the steps'
+    interpreter awaits it on the loop, or runs it to its end on a pool thread."""
     return awaitable
 
 
