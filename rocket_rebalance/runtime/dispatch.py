@@ -259,7 +259,7 @@ class Dispatch:
         closing = service.closing
         result = _Chunk()
         calls = ok = failed = 0
-        taken = answered = False  # answered: the last call answered at once that its batch is consumed
+        taken = works = False  # works: the last call's listener consumed its whole batch
         began = time.monotonic()
         task = asyncio.current_task() if self._calls_on_loop else None  # once a task, not once a call
         damaged = any(m.body_error for m in chunk)  # once a task: bodies that cannot be read are rare
@@ -271,12 +271,12 @@ class Dispatch:
             calls += 1
             running = _Call(mq, run, batch, chunk, start + size, result, began, task=task)
             outcome = self._consume_batch(running, damaged)
-            answered = isinstance(outcome, _Outcome)
             if outcome is not None and not isinstance(outcome, _Outcome):
                 outcome = yield from outcome
             if outcome is None:
                 taken = True
                 break
+            works = outcome.consumed == len(batch)
             ok += outcome.consumed
             failed += len(batch) - outcome.consumed
             result.consumed += outcome.done
@@ -295,7 +295,7 @@ class Dispatch:
                 self._metrics.consumed(mq.topic, waited, took * 1000 / calls, ok, failed, calls)
             self._tally.add(ok)
             self._pace = (self._pace + took / max(ok + failed, 1)) / 2  # a race only blurs the estimate
-        if answered:  # the task's last call consumed its batch: the listener works (said once a task, not a call)
+        if works:  # health hears that the listener works once a task, after its last call, not once a call
             service.health.ok(self._listener_kind(mq))
         if not taken:
             service.post(partial(self._chunk_done, mq, run, result))
@@ -308,7 +308,6 @@ class Dispatch:
         when the timeout check took the call while it ran. ``damaged``: its chunk holds a body that cannot be
         read."""
         mq, batch = running.mq, running.batch
-        kind = self._listener_kind(mq)
         unreadable = [m for m in batch if m.body_error] if damaged else []
         tracing = None if unreadable else self._tracing  # outside the try: the trace is never the listener's failure
         traced = None if tracing is None else tracing.before(batch)
@@ -319,14 +318,14 @@ class Dispatch:
                 raise UnreadableBodyError(unreadable[0].body_error)
             value = self._listen(batch, running.task)
         except Exception as raised:
-            kind = f"message bodies on {mq.topic}" if unreadable else kind
+            kind = f"message bodies on {mq.topic}" if unreadable else self._listener_kind(mq)
             return self._answered(running, kind, traced, None, raised)
         if traced is not None or not (value is None or value is ConsumeResult.SUCCESS):
-            return self._answered(running, kind, traced, value)
+            return self._answered(running, self._listener_kind(mq), traced, value)
         running.over = True
         if not self._calls.pop(running, False):
             return None
-        return _Outcome(batch, [], len(batch), 0.0)  # health hears that the listener works once the task ends
+        return _Outcome(batch, [], len(batch), 0.0)
 
     def _listener_kind(self, mq: MessageQueue) -> str:
         """Health's kind of the listener's failures on ``mq``'s topic (one a topic: a listener that always raises
@@ -364,7 +363,6 @@ class Dispatch:
         if not self._calls.pop(running, False):
             return None
         if answer.consumed == len(batch):
-            service.health.ok(kind)
             return _Outcome(batch, [], answer.consumed, 0.0)
         done, again = batch[: answer.consumed], batch[answer.consumed :]
         suspend = service.settings.suspend_current_queue_time if answer.suspend is None else answer.suspend
