@@ -33,7 +33,7 @@ def _sent_and_read(writes: Sequence[bytes | bytearray | memoryview]) -> bytes:
             send_whole(left, data)
     finally:
         left.close()
-        reader.join(10)
+        reader.join(60)  # it ends at the writer's close; the bound only keeps a broken run from hanging
         right.close()
     return bytes(received)
 
