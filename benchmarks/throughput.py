@@ -25,6 +25,9 @@ batch), ``py`` (our ``PushConsumer`` with its defaults and the fenced handover),
 ``py-pure`` (``py`` decoding pull answers in pure Python, ``ROCKET_REBALANCE_PURE_PYTHON=1``: a package built without
 a C compiler), ``py-2proc`` (two ``py`` processes in one group, started together, sharing the queues: what a
 second core buys; one run from the first start to the last message of either, CPU and memory summed),
+``py-pinned`` (``py`` with ``EngineSettings(pin_cpu=...)``: its own threads kept to the last CPU this process may
+use), ``py-pull-pinned`` (``py-pull`` so, its polling thread kept there too, as the docs advise) and
+``py-2proc-pinned`` (``py-2proc`` with each process kept to a CPU of its own),
 ``py-metrics`` (``py`` with metrics on, ``PushConsumer(metrics=registry)``, scraped every second as a busy
 Prometheus would: what metrics cost, against ``py`` in the same run), ``py-async`` (``AsyncPushConsumer`` with an
 ``async def`` listener, on one event loop), ``py-pull`` and ``py-async-pull`` (``PullConsumer`` and
@@ -99,6 +102,9 @@ KINDS = (
     "py-base-pull",
     "py-base-async-pull",
     "py-2proc",
+    "py-pinned",
+    "py-pull-pinned",
+    "py-2proc-pinned",
 )
 DECODER_SOURCE = "rocket_rebalance/runtime/transport/_pulled.c"  # a baseline that has it runs it compiled
 BASE = "py-base"  # a kind starting so runs the --baseline commit's code: py-base-pull is py-pull as it was
@@ -106,6 +112,7 @@ APIS = {"py-async": "async-push", "py-pull": "pull", "py-async-pull": "async-pul
 DEFAULT_KINDS = ("java", "py", "py-nofence")
 SCRAPE_INTERVAL = 1.0  # seconds between the scrapes of py-metrics
 PROCESSES = {"py-2proc": 2}  # kinds that are several ``py`` processes in one group
+PINNED = "-pinned"  # a kind ending so is the kind before it with EngineSettings(pin_cpu=...), see _cpus
 IDLE_END = 2.0  # seconds without a message after which a consumer of a several-process kind ends
 
 
@@ -325,7 +332,8 @@ def _bench(args: argparse.Namespace) -> int:
             # Alternate the order: the second of two back-to-back drains runs measurably faster here (5-13%,
             # 2026-11-28), so a fixed order would favour whichever kind comes second.
             for kind in args.kinds if rep % 2 == 0 else reversed(args.kinds):
-                api = APIS.get(_today(kind))
+                plain = kind.removesuffix(PINNED)
+                api = APIS.get(_today(plain))
                 if (kind == "py-nofence" or api in ("pull", "async-pull")) and mode.orderly:
                     continue  # orderly consumers always lock; pull consumers are not orderly
                 group = f"rr-tp-{kind}-{mode.batch}{'o' if mode.orderly else 'c'}{compress}-{rep}-{time.time_ns()}"
@@ -357,12 +365,17 @@ def _bench(args: argparse.Namespace) -> int:
                     from rocket_rebalance.runtime.transport.pulled import PURE_PYTHON_ENV  # not in a baseline's tree
 
                     env = {**os.environ, PURE_PYTHON_ENV: "1"}
-                if kind in PROCESSES:
-                    command += ["--until-idle", str(IDLE_END)]
-                    logs = [work / f"{group}-{index}.log" for index in range(PROCESSES[kind])]
-                    run, counted = _drain_group([command] * PROCESSES[kind], args.count, logs)
+                processes = PROCESSES.get(plain, 1)
+                commands = [command] * processes
+                if kind.endswith(PINNED):
+                    commands = [[*command, "--pin-cpu", str(cpu)] for cpu in _cpus(processes)]
+                if processes > 1:
+                    logs = [work / f"{group}-{index}.log" for index in range(processes)]
+                    run, counted = _drain_group(
+                        [[*c, "--until-idle", str(IDLE_END)] for c in commands], args.count, logs
+                    )
                 else:
-                    run, counted = _drain(command, args.count, work / f"{group}.log", env)
+                    run, counted = _drain(commands[0], args.count, work / f"{group}.log", env)
                 if counted != args.count:
                     raise SystemExit(f"{kind} {label}: counted {counted} of {args.count} messages")
                 _check_offsets(cluster, group, topic, strict=not kind.startswith(BASE))
@@ -377,6 +390,15 @@ def _bench(args: argparse.Namespace) -> int:
         _print_metrics_cost(tally, args.count, labelled)
     _print_against_baseline(tally, labelled, args.kinds, args.baseline)
     return 0
+
+
+def _cpus(count: int) -> list[int]:
+    """The CPUs of ``count`` pinned processes, one each: the last ones this process may run on (the first is
+    where the system's own work tends to go)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < count:
+        raise SystemExit(f"{count} pinned processes need {count} CPUs; this process may use {len(allowed)}")
+    return allowed[-count:]
 
 
 def _today(kind: str) -> str:
@@ -460,6 +482,11 @@ def _engine_settings() -> Any:
     return settings.EngineSettings
 
 
+def _pinned(args: argparse.Namespace) -> dict[str, int]:
+    """``pin_cpu`` for the settings when ``--pin-cpu`` asks for it (a baseline from before has no such setting)."""
+    return {} if args.pin_cpu is None else {"pin_cpu": args.pin_cpu}
+
+
 def _consumer(args: argparse.Namespace) -> int:
     """One of our consumers, as the Java program behaves: count, report, shut down. Its log (stderr) starts with
     the package it runs, so a ``py-base`` run can be seen to run the baseline's code."""
@@ -514,7 +541,7 @@ def _consumer(args: argparse.Namespace) -> int:
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         consume_orderly=args.orderly,
         fenced_handover=not args.no_fence,
-        settings=engine_settings(consume_message_batch_max_size=args.batch),
+        settings=engine_settings(consume_message_batch_max_size=args.batch, **_pinned(args)),
         metrics=registry if registry is not None else False,
     )
     mark("STARTING")
@@ -545,7 +572,7 @@ def _other_api(args: argparse.Namespace, mark: Callable[[str], None]) -> int:
         "topics": [args.topic],
         "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         "fenced_handover": not args.no_fence,
-        "settings": engine_settings(consume_message_batch_max_size=args.batch),
+        "settings": engine_settings(consume_message_batch_max_size=args.batch, **_pinned(args)),
     }
     count = 0
 
@@ -557,6 +584,8 @@ def _other_api(args: argparse.Namespace, mark: Callable[[str], None]) -> int:
         return count >= args.expect
 
     if args.api == "pull":
+        if args.pin_cpu is not None:  # the thread that polls on the consumer's CPU too, as the docs tell its users
+            os.sched_setaffinity(0, {args.pin_cpu})
         mark("STARTING")
         with PullConsumer(args.namesrv, args.group, **options) as consumer:
             while not counted(len(consumer.poll(32))):
@@ -608,6 +637,7 @@ def main() -> int:
     consumer.add_argument("--no-fence", action="store_true")
     consumer.add_argument("--work-ms", type=int, default=0, help="the listener sleeps this long per call")
     consumer.add_argument("--metrics", action="store_true", help="metrics on, scraped every second")
+    consumer.add_argument("--pin-cpu", type=int, help="EngineSettings(pin_cpu=...): the consumer's threads on this CPU")
     consumer.add_argument("--api", choices=["push", *APIS.values()], default="push")
     consumer.add_argument(
         "--until-idle",

@@ -226,6 +226,9 @@ class ConsumerBase(Generic[E]):
         **options: Unpack[PushOptions],
     ) -> None:
         check_option_names(type(self), options, self._option_names)
+        settings = options.get("settings")
+        if asynchronous and settings is not None and settings.pin_cpu is not None:
+            raise ValueError("pin_cpu is for the threaded consumers: an asyncio consumer runs on its loop's one thread")
         self.namespace = check_namespace(options.get("namespace"))
         consumer_group = check_group_name(self._wire_name(check_group_name(consumer_group)))
         self._subscriptions = {
@@ -284,7 +287,7 @@ class ConsumerBase(Generic[E]):
             else:  # on the consumer's own wire, threaded or asyncio
                 offset_store = BrokerOffsets(consumer_group, self.client_id)
         self._offset_store = offset_store
-        self._settings = options.get("settings")
+        self._settings = settings
         self._on_error = options.get("on_error")
         self._rebalance_listener = rebalance_listener
         self._engine: E | None = None

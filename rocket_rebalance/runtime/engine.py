@@ -32,7 +32,7 @@ from rocket_rebalance.runtime.service import Pool, PullDone
 from rocket_rebalance.runtime.settings import BROKER_CALL_THREADS
 from rocket_rebalance.runtime.steps import Steps, run
 from rocket_rebalance.runtime.transport import Message, PullResult, Transport, TransportError
-from rocket_rebalance.runtime.workers import DaemonPool
+from rocket_rebalance.runtime.workers import DaemonPool, keep_to_cpu
 
 __all__ = ["Engine"]
 
@@ -67,6 +67,8 @@ class Engine(Driver):
         """As Java's ``start()``: learn the routes and register at their brokers first, then rebalance at once,
         so the first round already has queues and finds this client in the member list."""
         self.transport.attach(self)
+        if self.settings.pin_cpu is not None:
+            self.transport.keep_to_cpu(self.settings.pin_cpu)
         self._thread.start()
         routes: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
         for topic in self.brokers.topics:
@@ -134,7 +136,9 @@ class Engine(Driver):
         self.ready.set()  # a pull consumer's close() waits on it while it runs the revoke callbacks
 
     def _mark(self) -> None:
+        """First thing on each of the engine's threads: it is the engine's own, kept to ``pin_cpu`` if set."""
         self._own.mine = True
+        keep_to_cpu(self.settings.pin_cpu)
 
     def owns_current_thread(self) -> bool:
         """Is the caller one of this engine's threads (the listener's, the service thread, I/O, notification)?

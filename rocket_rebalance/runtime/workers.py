@@ -11,12 +11,28 @@ here: a task reports its own outcome, and an exception it did not expect goes to
 
 from __future__ import annotations
 
+import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["DaemonPool"]
+__all__ = ["DaemonPool", "keep_to_cpu"]
+
+log = logging.getLogger("rocket_rebalance.runtime")
+
+
+def keep_to_cpu(cpu: int | None, thread: threading.Thread | None = None) -> None:
+    """Keep ``thread`` (None: the calling one) to ``cpu``, the setting ``pin_cpu`` (None: leave it where it is).
+    A CPU taken away since the setting was checked leaves the thread where it was, and says so."""
+    if cpu is None:
+        return
+    thread = thread or threading.current_thread()
+    try:
+        os.sched_setaffinity(thread.native_id or 0, {cpu})
+    except OSError as error:
+        log.warning("thread %s not kept to CPU %d (%s): it runs where the system places it", thread.name, cpu, error)
 
 
 class DaemonPool:

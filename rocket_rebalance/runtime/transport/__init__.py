@@ -531,6 +531,11 @@ class Transport(Protocol):
         """Answer brokers' requests about this consumer (running info, consume directly) from ``client``."""
         ...
 
+    def keep_to_cpu(self, cpu: int) -> None:
+        """Run the thread that reads this transport's answers on ``cpu`` only, from now on, where that thread is
+        the transport's own (the consumer's ``pin_cpu``: every pulled message passes through it)."""
+        ...
+
     def close(self, timeout: float | None = None) -> bool:
         """End every connection and stream: no request leaves after this returns, and one in flight fails at
         once. Then wait up to ``timeout`` seconds (None: the call timeout) for the transport's threads to end;

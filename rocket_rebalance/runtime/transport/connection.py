@@ -59,6 +59,7 @@ from typing import Generic, TypeVar
 from rocket_rebalance.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, sniff_non_remoting
 from rocket_rebalance.runtime.transport import TransportError
 from rocket_rebalance.runtime.transport.tls import TlsClient, TlsSession
+from rocket_rebalance.runtime.workers import keep_to_cpu
 
 __all__ = [
     "Backoff",
@@ -151,6 +152,7 @@ class Reactor:
         self._thread: threading.Thread | None = None
         self._stopped = False  # close() was called: no connection is added any more
         self._released = False  # every socket is closed, the selector too: a retired socket is closed in place
+        self._cpu: int | None = None  # the one CPU its thread runs on (see keep_to_cpu)
 
     def add(self, connection: Connection) -> None:
         with self._lock:
@@ -161,6 +163,14 @@ class Reactor:
                 self._thread = threading.Thread(target=self._run, name="rr-remoting", daemon=True)
                 self._thread.start()
         self._wake()
+
+    def keep_to_cpu(self, cpu: int) -> None:
+        """Run the reactor's thread on ``cpu`` only: the running one now, one started later from its start."""
+        with self._lock:
+            self._cpu = cpu
+            thread = self._thread
+        if thread is not None:
+            keep_to_cpu(cpu, thread)
 
     def retire(self, connection: Connection) -> None:
         """Unregister and close ``connection``'s socket (already shut down), on the reactor's thread; in place
@@ -195,6 +205,8 @@ class Reactor:
             pass
 
     def _run(self) -> None:
+        with self._lock:
+            keep_to_cpu(self._cpu)
         next_expiry = time.monotonic() + _TICK
         try:
             while True:

@@ -274,6 +274,10 @@ class GrpcTransport:
         """Answer the stub's running-info requests (on our ``Connect`` streams) from ``client``."""
         self._client = client
 
+    def keep_to_cpu(self, cpu: int) -> None:
+        """Nothing: the answers are read on the gRPC loop's thread, which every consumer of the process shares,
+        so one consumer's setting cannot choose its CPU."""
+
     def _asked(self, broker: str, client_id: str, request_id: str, consumer_group: str) -> None:
         if not self._answers.submit(partial(self._report, broker, client_id, request_id, consumer_group)):
             # closed: the stub's wait for us ends by its timeout

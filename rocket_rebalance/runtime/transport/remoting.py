@@ -180,6 +180,10 @@ class RemotingTransport(RemotingEnds):
         up to ``timeout`` (None: the call timeout) for the reader and the work pool to end; True when they did."""
         return self._pool.close(timeout)
 
+    def keep_to_cpu(self, cpu: int) -> None:
+        """The connections' reader, through which every pull's answer passes, runs on ``cpu`` only."""
+        self._pool.keep_to_cpu(cpu)
+
     # ------------------------------------------------------------------ the inbound role's: what brokers ask of us
 
     def attach(self, client: BrokerRequests) -> None:

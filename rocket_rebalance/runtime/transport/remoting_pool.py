@@ -257,6 +257,10 @@ class RemotingPool:
         """The address of ``broker``'s master, from the routes learnt so far, else from the cluster info."""
         return self.run(self.wire.master(broker))
 
+    def keep_to_cpu(self, cpu: int) -> None:
+        """The reader's thread runs on ``cpu`` only (the consumer's ``pin_cpu``)."""
+        self._reactor.keep_to_cpu(cpu)
+
     def close(self, timeout: float | None = None) -> bool:
         """Close every connection (what waits on one fails at once, and nothing is sent after this), then wait
         up to ``timeout`` (None: the call timeout) for the reader and the work pool to end; True when they did."""
