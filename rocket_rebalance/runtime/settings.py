@@ -200,8 +200,8 @@ class EngineSettings:
     """(Linux, threaded consumers) The one CPU the consumer's own threads run on: the service thread, the
     listener's and I/O threads, the connections' reader. Under the GIL only one of them runs Python at a time,
     and each message passes from one to the next; spread over several CPUs, every hand-off wakes a thread on
-    another CPU, which costs more than the work handed over (on a 2-core machine a consumer kept to one CPU took
-    a quarter less CPU per message and drained 30 to 45 % faster: the docs' throughput section). None (the
+    another CPU, which costs more than the work handed over (on the benchmark's 2-core machine, kept to one CPU
+    it drained 30 to 35 % more messages a second, with less CPU per message: the consumers' docs). None (the
     default): the operating system places them. Keep it None when the listener's own work runs outside the GIL
     (numpy, compression) and should spread over CPUs, or when the CPU may be busy with other processes, which
     the consumer could then not leave."""
