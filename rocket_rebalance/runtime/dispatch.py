@@ -37,9 +37,10 @@ import inspect
 import logging
 import reprlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from dataclasses import dataclass, field, replace
 from functools import partial
+from types import CoroutineType
 from typing import Any, NamedTuple
 
 from rocket_rebalance.core import MessagesConsumed, MessagesDispatched, MessagesReturned
@@ -303,8 +304,10 @@ class Dispatch:
     def _consume_batch(self, running: _Call, damaged: bool) -> _Outcome | Steps[_Outcome | None] | None:
         """One listener call and what becomes of its batch by the answer (see the module docstring): the outcome
         at once when the listener answered at once that the batch is consumed and nothing is traced (a quick
-        listener's usual case, with no steps to run: a generator per call was a fifth of its cost, issue 42);
-        else the steps that decide it (:meth:`_answered`: awaiting an ``async def`` listener, sending back). None
+        listener's usual case, with no steps to run: a generator per call was a fifth of its cost, issue 42; an
+        ``async def`` listener's call on the service's loop counts as answering at once when it never waits, see
+        :func:`_first_step`); else the steps that decide it (:meth:`_answered`: awaiting an ``async def``
+        listener's call, sending back). None
         when the timeout check took the call while it ran. ``damaged``: its chunk holds a body that cannot be
         read."""
         mq, batch = running.mq, running.batch
@@ -317,6 +320,8 @@ class Dispatch:
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 raise UnreadableBodyError(unreadable[0].body_error)
             value = self._listen(batch, running.task)
+            if running.task is not None and type(value) is CoroutineType:
+                value = _first_step(value)
         except Exception as raised:
             kind = f"message bodies on {mq.topic}" if unreadable else self._listener_kind(mq)
             return self._answered(running, kind, traced, None, raised)
@@ -345,8 +350,8 @@ class Dispatch:
         try:
             if raised is not None:
                 raise raised
-            if value is not None and inspect.iscoroutine(value):  # an ``async def`` listener's: the runtime awaits it
-                value = yield Invoke(_awaited, (value,))
+            if type(value) is _Started or (running.task is None and inspect.iscoroutine(value)):
+                value = yield Invoke(_awaited, (value,))  # an ``async def`` listener's call: the runtime awaits it
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
@@ -624,6 +629,47 @@ class Dispatch:
         batch = running.batch
         sent = batch[: len(batch) - len(unsent)]
         self._chunk_done(running.mq, running.run, _Chunk(consumed=sent, retry=[unsent] if unsent else []), False)
+
+
+def _first_step(coroutine: CoroutineType[Any, Any, Any]) -> Any:
+    """An ``async def`` listener's call on the service's loop, in its consume task, run up to its first wait as
+    ``await`` runs it: its answer when it never waits (a quick listener's usual case, which then needs no steps),
+    else a :class:`_Started` to await for the rest."""
+    try:
+        waited_for = coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    return _Started(coroutine, waited_for)
+
+
+class _Started:
+    """A coroutine whose first step ran and yielded ``waited_for`` (the future it waits for): awaited, it goes on
+    as ``await`` would have (what the task sends, throws or closes goes to the coroutine, PEP 380's delegation)."""
+
+    __slots__ = ("coroutine", "waited_for")
+
+    def __init__(self, coroutine: CoroutineType[Any, Any, Any], waited_for: Any) -> None:
+        self.coroutine = coroutine
+        self.waited_for = waited_for
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, yielded = self.coroutine, self.waited_for
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # a cancellation included: the coroutine decides what it means
+                try:
+                    yielded = coroutine.throw(error)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coroutine.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def _awaited(awaitable: Awaitable[Any]) -> Awaitable[Any]:
