@@ -319,9 +319,7 @@ class Dispatch:
         try:
             if unreadable:  # never handed to the listener; failed as a refused batch is (retry topic, then DLQ)
                 raise UnreadableBodyError(unreadable[0].body_error)
-            value = self._listen(batch, running.task)
-            if running.task is not None and type(value) is CoroutineType:
-                value = _first_step(value)
+            value = self._listen(batch, running)
         except Exception as raised:
             kind = f"message bodies on {mq.topic}" if unreadable else self._listener_kind(mq)
             return self._answered(running, kind, traced, None, raised)
@@ -350,8 +348,8 @@ class Dispatch:
         try:
             if raised is not None:
                 raise raised
-            if type(value) is _Started or (running.task is None and inspect.iscoroutine(value)):
-                value = yield Invoke(_awaited, (value,))  # an ``async def`` listener's call: the runtime awaits it
+            if type(value) is _Pending:  # an ``async def`` listener's call: the runtime awaits the rest
+                value = yield Invoke(_awaited, (value.awaitable,))
             answer = _answer(value, len(batch))
             if answer is None:
                 error, answer = self._mistake(value), _Answer(0)
@@ -390,13 +388,22 @@ class Dispatch:
             service.health.failed(kind, ListenerError(mq, batch, then, error), traceback=traceback)
         return _Outcome(done + dead, again, answer.consumed, suspend)
 
-    def _listen(self, batch: list[Message], task: asyncio.Task[Any] | None) -> Any:
-        """The listener's call; an ``async def`` listener's bounded by ``consume_timeout`` (cancelled there), by
-        :meth:`_watched` when it runs in ``task`` on the service's loop."""
+    def _listen(self, batch: list[Message], running: _Call) -> Any:
+        """The listener's call: its answer, or a :class:`_Pending` for what is left of an ``async def`` listener's
+        call, bounded by ``consume_timeout`` (cancelled there). In a task on the service's loop the call runs up to
+        its first wait at once (:func:`_first_step`: one that never waits has answered, with no timer to set, as
+        nothing could cancel it), and the rest is :meth:`_watched`; elsewhere it is :meth:`_bounded`."""
         value = self.listener(batch)
         if value is None or not inspect.isawaitable(value):
             return value
-        return self._bounded(value) if task is None else self._watched(value, task)
+        task = running.task
+        if task is None:
+            return _Pending(self._bounded(value))
+        if type(value) is CoroutineType:
+            value = _first_step(value)
+            if type(value) is not _Started:
+                return value
+        return _Pending(self._watched(value, task, running.started))
 
     async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
         timeout = self._service.settings.consume_timeout
@@ -414,18 +421,19 @@ class Dispatch:
                 raise ConsumeTimeoutError(f"cancelled after consume_timeout {timeout:g} s") from None
             raise
 
-    async def _watched(self, awaitable: Awaitable[Any], task: asyncio.Task[Any]) -> Any:
+    async def _watched(self, awaitable: Awaitable[Any], task: asyncio.Task[Any], started: float) -> Any:
         """:meth:`_bounded` on the service's own loop (the asyncio engine), the call awaited by ``task``: its deadline
         noted by its task, and one timer of the service (:meth:`_watch`) for the earliest deadline, instead of an
         ``asyncio.timeout`` per call, whose timer made and cancelled every time (and the current task looked up)
         was 40 % of the time of a consumer whose listener takes one message at a time (issue 42). The same
-        outcome: the call cancelled at its deadline."""
+        outcome: the call (which ``started`` then) cancelled at its deadline."""
         timeout = 0 if self._cut else self._service.settings.consume_timeout
-        deadline = time.monotonic() + timeout
+        now = time.monotonic()
+        deadline = now if self._cut else started + timeout
         self._deadlines[task] = deadline
         if self._watch_at is None or deadline < self._watch_at:
             self._watch_at = deadline
-            self._service.later(timeout, self._watch)
+            self._service.later(max(0.0, deadline - now), self._watch)
         try:
             return await awaitable
         except asyncio.CancelledError:
@@ -640,6 +648,12 @@ def _first_step(coroutine: CoroutineType[Any, Any, Any]) -> Any:
     except StopIteration as done:
         return done.value
     return _Started(coroutine, waited_for)
+
+
+class _Pending(NamedTuple):
+    """What is left to await of a listener's call (:meth:`Dispatch._listen`), told apart from an answer."""
+
+    awaitable: Awaitable[Any]
 
 
 class _Started:
