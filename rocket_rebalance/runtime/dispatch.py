@@ -307,9 +307,8 @@ class Dispatch:
         listener's usual case, with no steps to run: a generator per call was a fifth of its cost, issue 42; an
         ``async def`` listener's call on the service's loop counts as answering at once when it never waits, see
         :func:`_first_step`); else the steps that decide it (:meth:`_answered`: awaiting an ``async def``
-        listener's call, sending back). None
-        when the timeout check took the call while it ran. ``damaged``: its chunk holds a body that cannot be
-        read."""
+        listener's call, sending back). None when the timeout check took the call while it ran. ``damaged``: its
+        chunk holds a body that cannot be read."""
         mq, batch = running.mq, running.batch
         unreadable = [m for m in batch if m.body_error] if damaged else []
         tracing = None if unreadable else self._tracing  # outside the try: the trace is never the listener's failure

@@ -26,13 +26,14 @@ log = logging.getLogger("rocket_rebalance.runtime")
 def keep_to_cpu(cpu: int | None, thread: threading.Thread | None = None) -> None:
     """Keep ``thread`` (None: the calling one) to ``cpu``, the setting ``pin_cpu`` (None: leave it where it is).
     A CPU taken away since the setting was checked leaves the thread where it was, and says so."""
-    if cpu is None:
+    named = thread or threading.current_thread()
+    native_id = 0 if thread is None else thread.native_id  # 0: the calling thread
+    if cpu is None or native_id is None:  # a thread not started yet keeps itself to its CPU when it starts
         return
-    thread = thread or threading.current_thread()
     try:
-        os.sched_setaffinity(thread.native_id or 0, {cpu})
+        os.sched_setaffinity(native_id, {cpu})
     except OSError as error:
-        log.warning("thread %s not kept to CPU %d (%s): it runs where the system places it", thread.name, cpu, error)
+        log.warning("thread %s not kept to CPU %d (%s): it runs where the system places it", named.name, cpu, error)
 
 
 class DaemonPool:

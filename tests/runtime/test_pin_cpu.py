@@ -5,6 +5,7 @@ threads of their own to keep."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.settings import EngineSettings
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, Message
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
+from rocket_rebalance.runtime.workers import keep_to_cpu
 from tests.runtime.test_consumer import FAST, produce, wait_for
 from tests.runtime.test_remoting_transport import broker_like, connected
 from tests.scripted_server import Handler, ScriptedServer
@@ -111,3 +113,22 @@ def test_the_remoting_reader_runs_on_the_pinned_cpu(server: ScriptedServer, when
     finally:
         if transport is not None:
             transport.close()
+
+
+def test_a_cpu_gone_since_the_check_leaves_the_thread_where_it_was_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Between the settings' check and a thread's start the CPU can be taken away (a cgroup's cpuset changed): the
+    thread runs on, where it may, and the log says so."""
+    done: list[frozenset[int]] = []
+
+    def body() -> None:
+        keep_to_cpu(1 << 20)  # no such CPU: what the system says of a CPU gone
+        done.append(frozenset(os.sched_getaffinity(0)))
+
+    thread = threading.Thread(target=body, name="rr-gone")
+    with caplog.at_level(logging.WARNING, logger="rocket_rebalance.runtime"):
+        thread.start()
+        thread.join(10)
+    assert done == [ALLOWED]
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [f"thread rr-gone not kept to CPU {1 << 20}"]
