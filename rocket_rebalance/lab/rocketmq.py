@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
 import signal
@@ -24,10 +25,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rocket_rebalance.lab.certs import LabCertificates
 from rocket_rebalance.model import AclCredentials, TlsSettings
@@ -162,6 +163,32 @@ def free_port(span: Sequence[int] = (0,)) -> int:
     raise RocketMQUnavailable("no free loopback ports for a broker")
 
 
+log = logging.getLogger("rocket_rebalance.lab")
+
+BOOT_ATTEMPTS = 3
+"""Starts of a JVM of the lab's before it gives up, each on ports of its own: a port found free can be taken before
+the JVM binds it (by any connection's own port, on a busy machine), and a boot can fail for a moment's reason."""
+
+P = TypeVar("P", bound="_JvmProcess")
+
+
+def _booted(make: Callable[[], P], properties: Sequence[str]) -> P:
+    """A process ``make`` gives (with fresh ports each time), started with the system ``properties``; tried
+    :data:`BOOT_ATTEMPTS` times, each failure logged, the last raised."""
+    attempt = 1
+    while True:
+        process = make()
+        process.properties = list(properties)
+        try:
+            process.start()
+            return process
+        except RocketMQUnavailable as error:
+            if attempt == BOOT_ATTEMPTS:
+                raise
+            log.warning("attempt %d of %d: %s; trying again on other ports", attempt, BOOT_ATTEMPTS, error)
+            attempt += 1
+
+
 def _store_root(run_dir: Path) -> Path:
     shm = Path("/dev/shm")
     if shm.is_dir() and shutil.disk_usage(shm).free > 1 << 30:
@@ -239,9 +266,17 @@ class _JvmProcess:
             if self.process is None or self.process.poll() is not None:
                 break
             time.sleep(0.1)
-        tail = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+        exited = self.process is not None and self.process.poll() is not None
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            lines = log.read().decode("utf-8", errors="replace").splitlines()
         self.kill()
-        raise RocketMQUnavailable(f"{self.name} did not start: " + " | ".join(tail[-3:]))
+        # the first exception's own line says why (a port taken, a full disk), not the stack's last frames
+        cause = next((line.strip() for line in lines if "Exception" in line and not line.startswith("\tat ")), "")
+        how = "exited" if exited else f"not ready within {BOOT_TIMEOUT:g} s"
+        raise RocketMQUnavailable(
+            f"{self.name} did not start ({how}): " + " | ".join(filter(None, [cause, *lines[-2:]]))
+        )
 
     @property
     def alive(self) -> bool:
@@ -390,19 +425,25 @@ class RocketMQCluster:
 
     def start(self) -> str:
         """Fetch the jars if needed, start everything, wait until the NameServer knows every broker."""
-        self.lib = ensure_jars(self.version)
+        self.lib = lib = ensure_jars(self.version)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         properties = [] if self.tls is None else _tls_properties(self.tls, server=True)
-        self.namesrv = NameServerProcess(self.lib, self.work_dir)
-        self.namesrv.properties = properties
-        self.namesrv.start()
-        for name in self.broker_names:
-            self.brokers[name] = BrokerProcess(
-                self.lib, self.work_dir, name, self.namesrv.address, self.broker_settings
-            )
-            self.brokers[name].properties = properties
-        with ThreadPoolExecutor(len(self.brokers)) as pool:  # brokers boot in parallel: ~5 s each on 2 cores
-            starting = [pool.submit(broker.start) for broker in self.brokers.values()]
+        self.namesrv = _booted(lambda: NameServerProcess(lib, self.work_dir), properties)
+        namesrv = self.namesrv.address
+
+        def broker(name: str) -> BrokerProcess:
+            try:
+                made = _booted(
+                    lambda: BrokerProcess(lib, self.work_dir, name, namesrv, self.broker_settings), properties
+                )
+            except RocketMQUnavailable:  # not among self.brokers, whose stores stop() removes
+                shutil.rmtree(_store_root(self.work_dir) / name, ignore_errors=True)
+                raise
+            self.brokers[name] = made
+            return made
+
+        with ThreadPoolExecutor(len(self.broker_names)) as pool:  # brokers boot in parallel: ~5 s each on 2 cores
+            starting = [pool.submit(broker, name) for name in self.broker_names]
         failures = [error for error in (f.exception() for f in starting) if error is not None]
         if failures:
             self.stop()

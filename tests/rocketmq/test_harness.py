@@ -4,6 +4,7 @@ test_observability.py)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -11,11 +12,54 @@ from pathlib import Path
 import pytest
 
 from rocket_rebalance.lab.mixed_group import new_topic
-from rocket_rebalance.lab.rocketmq import RocketMQCluster, RocketMQUnavailable, ensure_jars, mqadmin
+from rocket_rebalance.lab.rocketmq import (
+    BOOT_ATTEMPTS,
+    RocketMQCluster,
+    RocketMQUnavailable,
+    _booted,
+    ensure_jars,
+    mqadmin,
+)
 from rocket_rebalance.lab.wait import wait_until
 from rocket_rebalance.model import ConsumeFromWhere, MessageQueue
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.transport import Message
+
+
+class Boots:
+    """A stand-in JVM of the lab's whose first ``failures`` starts fail, as a taken port fails a broker's."""
+
+    made = 0
+
+    def __init__(self, failures: int) -> None:
+        Boots.made += 1
+        self.number = Boots.made
+        self.failures = failures
+        self.properties: list[str] = []
+
+    def start(self) -> None:
+        if self.number <= self.failures:
+            raise RocketMQUnavailable(f"broker-a did not start (exited): java.net.BindException #{self.number}")
+
+
+@pytest.mark.parametrize("failures", range(BOOT_ATTEMPTS + 1))
+def test_a_jvm_that_did_not_start_is_started_again_on_fresh_ports(
+    failures: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each attempt makes a new process (its ports found again); a failure is logged and tried again, up to
+    BOOT_ATTEMPTS, and the last one is raised."""
+    Boots.made = 0
+    with caplog.at_level(logging.WARNING, logger="rocket_rebalance.lab"):
+        if failures < BOOT_ATTEMPTS:
+            booted = _booted(lambda: Boots(failures), ["-Dtls=1"])  # type: ignore[arg-type, return-value]
+            assert (booted.number, booted.properties, Boots.made) == (failures + 1, ["-Dtls=1"], failures + 1)
+        else:
+            with pytest.raises(RocketMQUnavailable, match=f"BindException #{BOOT_ATTEMPTS}$"):
+                _booted(lambda: Boots(failures), [])  # type: ignore[arg-type, return-value]
+    tried = min(failures, BOOT_ATTEMPTS - 1)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        f"attempt {n} of {BOOT_ATTEMPTS}" for n in range(1, tried + 1)
+    ]
 
 
 def test_without_java_the_harness_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

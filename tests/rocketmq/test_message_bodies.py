@@ -232,7 +232,8 @@ def test_batches_to_a_batch_cq_topic_are_split_as_java_splits_them(
         rocketmq.namesrv_address,
         topic,
         [
-            *["mode=batch,count=16,size=1024"] * 4,  # send(Collection): one batch to one queue each
+            # send(Collection): a batch to each queue, so the Java consumer has some whichever queue it holds
+            *[f"mode=batch,count=16,size=1024,queue={queue}" for queue in range(QUEUES)],
             "mode=batch,count=6,size=8192",
             "mode=auto,count=64,size=512",  # setAutoBatch(true): the accumulator's batches
             "mode=single,compress=LZ4,count=4,size=8192",  # a plain message to a BatchCQ topic, compressed

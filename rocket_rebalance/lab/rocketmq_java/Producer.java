@@ -1,8 +1,9 @@
 // A Java DefaultMQProducer for the body tests: the real Apache RocketMQ client sending what its users send, step by
 // step, and printing each message it sent as "SENT <json>" (its UNIQ_KEY, the SHA-256 and size of its body, and the
 // step's compression and way of sending), then "DONE <json>" with the count. Each step is one --send argument:
-//   mode=single|batch|auto,compress=ZLIB|LZ4|ZSTD,count=N,size=BYTES[,over=BYTES][,tag=T]
-// single: send(Message) each; batch: send(Collection) of all N at once (a MessageBatch, never compressed); auto: a
+//   mode=single|batch|auto,compress=ZLIB|LZ4|ZSTD,count=N,size=BYTES[,over=BYTES][,tag=T][,queue=Q]
+// single: send(Message) each; batch: send(Collection) of all N at once (a MessageBatch, never compressed), to queue Q
+// when given (else the one the producer picks: each step's producer starts its round of queues anywhere); auto: a
 // producer with setAutoBatch(true), each message sent asynchronously and collected into batches by its
 // ProduceAccumulator. compress is the producer's setCompressType, over its setCompressMsgBodyOverHowmuch (4096 by
 // default). Bodies are compressible text (JSON-like lines), different for every message. Run with the fetched jars:
@@ -40,6 +41,13 @@ public class Producer {
         StringBuilder hex = new StringBuilder();
         for (byte b : MessageDigest.getInstance("SHA-256").digest(body)) hex.append(String.format("%02x", b));
         return hex.toString();
+    }
+
+    static MessageQueue queue(DefaultMQProducer producer, String topic, int id) throws Exception {
+        for (MessageQueue mq : producer.fetchPublishMessageQueues(topic)) {
+            if (mq.getQueueId() == id) return mq;
+        }
+        throw new IllegalArgumentException("topic " + topic + " has no queue " + id);
     }
 
     static DefaultMQProducer start(String namesrv, String group, Map<String, String> step) throws Exception {
@@ -80,7 +88,9 @@ public class Producer {
                 List<byte[]> bodies = new ArrayList<>();
                 for (Message m : messages) bodies.add(m.getBody().clone());  // send() compresses a body in place
                 String mode = step.get("mode");
-                if ("batch".equals(mode)) {
+                if ("batch".equals(mode) && step.containsKey("queue")) {
+                    producer.send(messages, queue(producer, topic, Integer.parseInt(step.get("queue"))));
+                } else if ("batch".equals(mode)) {
                     producer.send(messages);
                 } else if ("auto".equals(mode)) {
                     CountDownLatch done = new CountDownLatch(count);
