@@ -206,7 +206,8 @@ class Reactor:
 
     def _run(self) -> None:
         with self._lock:
-            keep_to_cpu(self._cpu)
+            cpu = self._cpu
+        keep_to_cpu(cpu)  # a system call, and maybe a log line: not under the lock that add() and retire() take
         next_expiry = time.monotonic() + _TICK
         try:
             while True:
