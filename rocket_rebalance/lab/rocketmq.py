@@ -648,7 +648,8 @@ class JavaPeer:
             errors="replace",
             env=env,
         )
-        threading.Thread(target=self._follow, daemon=True).start()
+        self._follower = threading.Thread(target=self._follow, daemon=True)
+        self._follower.start()
 
     def _follow(self) -> None:
         for line in self.process.stdout or ():
@@ -680,10 +681,12 @@ class JavaPeer:
         return self.process.poll() is None
 
     def stop(self, timeout: float = 30.0) -> bool:
-        """Graceful leave (SIGTERM: the shutdown hook persists offsets and unregisters); True when it said so."""
+        """Graceful leave (SIGTERM: the shutdown hook persists offsets and unregisters); True when it said so (its
+        lines read to the pipe's end first: on a busy machine the follower may not have run since it printed)."""
         _terminate(self.process, timeout)
         self._stderr.close()
-        return self.stopped.wait(2)
+        self._follower.join(timeout)
+        return self.stopped.is_set()
 
     def kill(self) -> None:
         """A crash: no shutdown hook runs, the connections just close."""

@@ -81,6 +81,7 @@ class ConsumerProcess:
     record: Path
     events: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    follower: threading.Thread | None = None
 
     def follow(self) -> None:
         for line in self.process.stdout or ():
@@ -104,9 +105,12 @@ class ConsumerProcess:
         return self.process.poll() is None
 
     def stop(self, timeout: float = 30.0) -> dict[str, Any] | None:
-        """Graceful leave (SIGTERM): returns the ``stopped`` event."""
+        """Graceful leave (SIGTERM): returns the ``stopped`` event. The process's end is not its last line read:
+        the follower reads the pipe to its end first (on a busy machine it may not have run since the line came)."""
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout)
+        if self.follower is not None:
+            self.follower.join(timeout)
         with self.lock:
             return next((e for e in reversed(self.events) if e.get("event") == "stopped"), None)
 
@@ -137,7 +141,8 @@ def start_consume_process(
             encoding="utf-8",
         )
     consumer = ConsumerProcess(client_id, process, record)
-    threading.Thread(target=consumer.follow, daemon=True).start()
+    consumer.follower = threading.Thread(target=consumer.follow, daemon=True)
+    consumer.follower.start()
     return consumer
 
 
