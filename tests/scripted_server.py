@@ -28,10 +28,12 @@ class ScriptedServer:
         self.listener = socket.create_server(("127.0.0.1", port))
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.received: list[RemotingCommand] = []
-        self.connections: list[socket.socket] = []
+        self.connections: list[socket.socket] = []  # each the object that owns its socket (TLS: the wrapped one)
         self.accepted = 0
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._serving: list[threading.Thread] = []
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
 
     def _accept(self) -> None:
         while True:
@@ -39,20 +41,22 @@ class ScriptedServer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
+            server = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             with self._lock:
                 self.connections.append(conn)
                 self.accepted += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+                self._serving.append(server)
+            server.start()
 
     def _serve(self, conn: socket.socket) -> None:
         if self.tls is not None:
+            # wrapped before the handshake, so that close() reaches the object owning the socket from here on
+            conn = self._wrapped(conn, self.tls)
             try:
-                conn = self.tls.wrap_socket(conn, server_side=True)
+                conn.do_handshake()
             except OSError:  # ssl.SSLError included: the client refused us, or we refused it
-                conn.close()
+                conn.close()  # only this thread uses it (close() then finds it closed)
                 return
-            with self._lock:
-                self.connections.append(conn)
         decoder = FrameDecoder()
         while True:
             try:
@@ -73,6 +77,12 @@ class ScriptedServer:
                     except OSError:
                         return
 
+    def _wrapped(self, conn: socket.socket, tls: ssl.SSLContext) -> ssl.SSLSocket:
+        wrapped = tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        with self._lock:
+            self.connections[self.connections.index(conn)] = wrapped
+        return wrapped
+
     def push(self, command: RemotingCommand) -> None:
         """Send a request of the server's own to the latest client connection."""
         with self._lock:
@@ -89,7 +99,23 @@ class ScriptedServer:
         raise AssertionError("the server did not receive what was expected")
 
     def close(self) -> None:
-        self.listener.close()
+        """End every connection and wait for the threads serving them before closing any socket. A socket closed
+        while its thread still reads it gives its file number away, and that thread's next write lands in whatever
+        the number names next: OpenSSL's alert at the end of the client's stream was found in a subprocess's pipe
+        (a later test's ``openssl`` output, unreadable), and could as well reach a new connection."""
+        for sock in (self.listener, *self._connections()):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in accept() or recv() on it
+            except OSError:  # never connected, or already ended by the client or a test
+                pass
+        self._acceptor.join(5)
         with self._lock:
-            for conn in self.connections:
-                conn.close()
+            serving = [thread for thread in self._serving if thread is not threading.current_thread()]
+        for server in serving:  # a handler may close the server: its own thread ends once it returns
+            server.join(5)
+        for sock in (self.listener, *self._connections()):
+            sock.close()
+
+    def _connections(self) -> list[socket.socket]:
+        with self._lock:
+            return list(self.connections)

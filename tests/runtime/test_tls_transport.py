@@ -5,9 +5,11 @@ change, and bad files fail at construction. The real TLS-enforcing broker is in 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +25,7 @@ from rocket_rebalance.remoting.message import StoredMessage, encode_stored_messa
 from rocket_rebalance.runtime.consumer import PushConsumer
 from rocket_rebalance.runtime.transport import GRPC_SCHEME, PullResult, PullStatus, TransportError
 from rocket_rebalance.runtime.transport import tls as tls_module
+from rocket_rebalance.runtime.transport.connection import split_host_port
 from rocket_rebalance.runtime.transport.remoting import RemotingTransport
 from rocket_rebalance.runtime.transport.wire import open_transport
 from tests.runtime.test_acl_transport import members
@@ -324,3 +327,31 @@ def test_decrypting_any_split_of_the_stream_gives_back_the_plaintext(
     finally:
         server_side.close()
         left.close()
+
+
+def test_a_closed_tls_test_server_writes_nothing_where_its_sockets_were(certs: LabCertificates) -> None:
+    """The test server itself (a CI run failed on it): closed while its thread read a TLS connection, the socket's
+    file number went to the next file opened, and when the client then ended the stream, OpenSSL's alert for the
+    unexpected end was written there: into a later test's ``openssl`` pipe, which then could not be read. The
+    server now ends its connections and waits for their threads before it closes a socket."""
+    for _ in range(3):
+        server = ScriptedServer(lambda command: None, tls=server_context(certs))
+        client_context = ssl.create_default_context(cafile=str(certs.ca))
+        client_context.check_hostname = False
+        client = client_context.wrap_socket(socket.create_connection(split_host_port(server.address)))
+        client.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            client.recv(1)  # takes the session tickets, so the client's close is an end of stream, not a reset
+        server.close()
+        pipes = [os.pipe() for _ in range(4)]  # the lowest free numbers: those the server's sockets had
+        try:
+            client.close()
+            time.sleep(0.3)  # time for a thread still reading to see the end and answer it
+            for read_end, _ in pipes:
+                os.set_blocking(read_end, False)
+                with pytest.raises(BlockingIOError):
+                    os.read(read_end, 100)
+        finally:
+            for read_end, write_end in pipes:
+                os.close(read_end)
+                os.close(write_end)
