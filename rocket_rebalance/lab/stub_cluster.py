@@ -81,7 +81,11 @@ class ConsumerProcess:
     record: Path
     events: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    follower: threading.Thread | None = None
+    follower: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.follower = threading.Thread(target=self.follow, daemon=True)
+        self.follower.start()
 
     def follow(self) -> None:
         for line in self.process.stdout or ():
@@ -109,8 +113,7 @@ class ConsumerProcess:
         the follower reads the pipe to its end first (on a busy machine it may not have run since the line came)."""
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout)
-        if self.follower is not None:
-            self.follower.join(timeout)
+        self.follower.join(timeout)
         with self.lock:
             return next((e for e in reversed(self.events) if e.get("event") == "stopped"), None)
 
@@ -140,10 +143,7 @@ def start_consume_process(
             env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"},
             encoding="utf-8",
         )
-    consumer = ConsumerProcess(client_id, process, record)
-    consumer.follower = threading.Thread(target=consumer.follow, daemon=True)
-    consumer.follower.start()
-    return consumer
+    return ConsumerProcess(client_id, process, record)
 
 
 @dataclass(frozen=True)
